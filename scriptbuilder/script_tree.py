@@ -1,0 +1,248 @@
+"""The syntax tree of a generated shell script.
+
+Every generated file (Slurm batch script, docker command) is built as a tree of
+these nodes and turned into text by :mod:`scriptbuilder.render` alone. Values
+are kept as data until rendering, which quotes each one by construction:
+
+* :class:`Lit` is a literal string, always reaching the shell unchanged.
+* :class:`Var` and :class:`Subst` are the only parts that expand at run time.
+* :class:`Word` joins parts into one shell word.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Union
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_SPECIAL_PARAMS = frozenset({"?", "#", "@", "$", "!", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"})
+
+
+def is_shell_name(name: str) -> bool:
+    """True when ``name`` can be a shell variable name."""
+    return bool(_NAME.match(name))
+
+
+@dataclass(frozen=True, slots=True)
+class Lit:
+    """A literal string; rendering quotes it so the shell sees these exact bytes."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    """A variable expanded at run time: ``${name}``, or ``${name:-default}``."""
+
+    name: str
+    default: str | None = None
+
+    def __post_init__(self) -> None:
+        if not (is_shell_name(self.name) or self.name in _SPECIAL_PARAMS):
+            raise ValueError(f"not a shell variable name: {self.name!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Subst:
+    """A command substitution expanded at run time: ``$(command)``."""
+
+    command: Command
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptText:
+    """A literal whose text is the rendering of ``body`` (the ``-c`` of ``bash -c``).
+
+    User values never enter the body: they are passed as separate arguments
+    and the body refers to them as ``"$1"``, ``"$2"``...
+    """
+
+    body: tuple[Statement, ...]
+
+
+Part = Union[Lit, Var, Subst, ScriptText]
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """One shell word made of literal and run-time parts."""
+
+    parts: tuple[Part, ...]
+
+    @staticmethod
+    def of(*items: str | Part) -> Word:
+        """Build a word; plain strings become :class:`Lit` parts."""
+        return Word(tuple(Lit(i) if isinstance(i, str) else i for i in items))
+
+
+WordLike = Union[str, Part, Word]
+
+
+def to_word(value: WordLike) -> Word:
+    """Coerce a string or part into a :class:`Word`."""
+    if isinstance(value, Word):
+        return value
+    return Word.of(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A simple command: an argument vector of words."""
+
+    argv: tuple[Word, ...]
+
+    @staticmethod
+    def of(*args: WordLike) -> Command:
+        return Command(tuple(to_word(a) for a in args))
+
+    def __post_init__(self) -> None:
+        if not self.argv:
+            raise ValueError("a command needs at least one word")
+
+
+def inline_bash(body: tuple[Statement, ...], name: str, args: tuple[WordLike, ...] = ()) -> Command:
+    """``bash -c '<body>' <name> <args...>``: a small script passed as one argument."""
+    return Command((Word.of("bash"), Word.of("-c"), Word((ScriptText(body),)), Word.of(name),
+                    *(to_word(a) for a in args)))
+
+
+# ---------------------------------------------------------------- statements
+
+
+@dataclass(frozen=True, slots=True)
+class Shebang:
+    interpreter: str = "/bin/bash"
+
+
+@dataclass(frozen=True, slots=True)
+class Directive:
+    """``#SBATCH --option=value`` (``value`` None gives a bare flag)."""
+
+    option: str
+    value: str | None = None
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[a-z][a-z0-9-]*", self.option):
+            raise ValueError(f"not an sbatch option name: {self.option!r}")
+        if self.value is not None and ("\n" in self.value or "\r" in self.value):
+            raise ValueError(f"#SBATCH --{self.option} value must be one line: {self.value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Comment:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Blank:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Export:
+    name: str
+    value: Word
+
+    def __post_init__(self) -> None:
+        if not is_shell_name(self.name):
+            raise ValueError(f"not a shell variable name: {self.name!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Assign:
+    name: str
+    value: Word
+
+    def __post_init__(self) -> None:
+        if not is_shell_name(self.name):
+            raise ValueError(f"not a shell variable name: {self.name!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """Run one simple command."""
+
+    command: Command
+
+
+@dataclass(frozen=True, slots=True)
+class ClearEnv:
+    """Unset every exported variable whose name starts with one of ``prefixes``.
+
+    Names in ``keep`` survive. Used to strip MPI/PMI/Slurm variables so a
+    single-process workload does not believe it is part of an MPI job.
+    """
+
+    prefixes: tuple[str, ...]
+    keep: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for p in self.prefixes:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p):
+                raise ValueError(f"not a variable prefix: {p!r}")
+        for k in self.keep:
+            if not is_shell_name(k):
+                raise ValueError(f"not a shell variable name: {k!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class If:
+    """``if <test>; then <body>; fi``."""
+
+    test: Command
+    body: tuple[Statement, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SrunOption:
+    """``--name=value`` on an srun or docker line (``value`` None gives a bare flag).
+
+    ``name`` carries its dashes (``-l``, ``--mpi``).
+    """
+
+    name: str
+    value: Word | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Srun:
+    """One job step: ``srun <options> <payload>``."""
+
+    options: tuple[SrunOption, ...]
+    payload: Command
+
+
+@dataclass(frozen=True, slots=True)
+class DockerRun:
+    """``docker run <options> <image> <payload>``."""
+
+    options: tuple[SrunOption, ...]
+    image: Word
+    payload: Command
+
+
+@dataclass(frozen=True, slots=True)
+class Exit:
+    status: Word
+
+
+Statement = Union[Comment, Blank, Export, Assign, Run, ClearEnv, If, Srun, DockerRun, Exit]
+
+
+@dataclass(frozen=True)
+class SbatchScript:
+    """A whole batch script: shebang, ``#SBATCH`` directives, then the body."""
+
+    directives: tuple[Directive, ...]
+    body: tuple[Statement, ...]
+    shebang: Shebang = field(default_factory=Shebang)
+    header: tuple[Comment, ...] = ()
+
+
+@dataclass(frozen=True)
+class ShellScript:
+    """A plain script with no directives (for example ``docker_cmd.sh``)."""
+
+    body: tuple[Statement, ...]
+    shebang: Shebang = field(default_factory=Shebang)

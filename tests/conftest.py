@@ -1,0 +1,1 @@
+"""Shared fixtures: snapshot storage under tests/snapshots and the real Slurm cluster."""
