@@ -31,8 +31,8 @@ from scriptbuilder.script_tree import (
     SbatchScript,
     ScriptText,
     ShellScript,
-    SrunOption,
     Srun,
+    SrunOption,
     Statement,
     Subst,
     Var,
@@ -42,8 +42,29 @@ from scriptbuilder.script_tree import (
 _SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+\Z")
 _SAFE_DIRECTIVE = re.compile(r"[A-Za-z0-9_@%+=:,./()\[\]*-]+\Z")
 _RESERVED = frozenset(
-    "if then else elif fi case esac for select while until do done in function time { } ! [[ ]]"
-    .split()
+    [
+        "if",
+        "then",
+        "else",
+        "elif",
+        "fi",
+        "case",
+        "esac",
+        "for",
+        "select",
+        "while",
+        "until",
+        "do",
+        "done",
+        "in",
+        "function",
+        "time",
+        "{",
+        "}",
+        "!",
+        "[[",
+        "]]",
+    ]
 )
 _INDENT = "  "
 
@@ -66,6 +87,12 @@ def _render_var(var: Var) -> str:
 
 
 def render_word(word: Word, *, command_name: bool = False) -> str:
+    if word.parts == (Var("?"),):
+        return "$?"
+    return _render_word(word, command_name=command_name)
+
+
+def _render_word(word: Word, *, command_name: bool = False) -> str:
     """Render one word. ``command_name`` forces quoting of text the shell would
     read as an assignment, reserved word or job spec in command position."""
     if all(isinstance(p, (Lit, ScriptText)) for p in word.parts):
@@ -157,9 +184,20 @@ def _statement_lines(node: Statement) -> list[str]:
     raise TypeError(f"not a statement node: {node!r}")
 
 
+def _inline_lines(node: Statement) -> list[str]:
+    if isinstance(node, If):
+        inner = [line for child in node.body for line in _inline_lines(child)]
+        return [f"if {render_command(node.test)}; then {'; '.join(inner)}; fi"]
+    return _statement_lines(node)
+
+
 def render_inline(body: tuple[Statement, ...]) -> str:
-    """Render statements as the text of a ``bash -c`` argument."""
-    return "\n".join(line for node in body for line in _statement_lines(node))
+    """Render statements as the text of a ``bash -c`` argument: one line,
+    statements joined by ``;``, unless one of them spans several lines."""
+    lines = [line for node in body for line in _inline_lines(node)]
+    if any(isinstance(node, Comment) for node in body):
+        return "\n".join(lines)
+    return "; ".join(lines)
 
 
 def render_statements(body: tuple[Statement, ...]) -> str:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Union
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_SPECIAL_PARAMS = frozenset({"?", "#", "@", "$", "!", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"})
+_SPECIAL_PARAMS = frozenset(
+    {"?", "#", "@", "$", "!", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
+)
 
 
 def is_shell_name(name: str) -> bool:
@@ -61,7 +62,7 @@ class ScriptText:
     body: tuple[Statement, ...]
 
 
-Part = Union[Lit, Var, Subst, ScriptText]
+Part = Lit | Var | Subst | ScriptText
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +77,7 @@ class Word:
         return Word(tuple(Lit(i) if isinstance(i, str) else i for i in items))
 
 
-WordLike = Union[str, Part, Word]
+WordLike = str | Part | Word
 
 
 def to_word(value: WordLike) -> Word:
@@ -103,8 +104,15 @@ class Command:
 
 def inline_bash(body: tuple[Statement, ...], name: str, args: tuple[WordLike, ...] = ()) -> Command:
     """``bash -c '<body>' <name> <args...>``: a small script passed as one argument."""
-    return Command((Word.of("bash"), Word.of("-c"), Word((ScriptText(body),)), Word.of(name),
-                    *(to_word(a) for a in args)))
+    return Command(
+        (
+            Word.of("bash"),
+            Word.of("-c"),
+            Word((ScriptText(body),)),
+            Word.of(name),
+            *(to_word(a) for a in args),
+        )
+    )
 
 
 # ---------------------------------------------------------------- statements
@@ -227,7 +235,7 @@ class Exit:
     status: Word
 
 
-Statement = Union[Comment, Blank, Export, Assign, Run, ClearEnv, If, Srun, DockerRun, Exit]
+Statement = Comment | Blank | Export | Assign | Run | ClearEnv | If | Srun | DockerRun | Exit
 
 
 @dataclass(frozen=True)

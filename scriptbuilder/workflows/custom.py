@@ -1,0 +1,77 @@
+"""Custom: a user command run once per task through a run script."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from scriptbuilder.job import Step, TaskShape
+from scriptbuilder.script_tree import Command, Run, Statement, Var
+from scriptbuilder.workflows.base import Workflow, single_node_without_mpi
+
+RUN_SCRIPT_NAME = "slurm_run_custom.sh"
+
+
+def packaged_run_script_path() -> Path:
+    """The run script shipped with scriptbuilder."""
+    return Path(__file__).resolve().parent.parent / "data" / RUN_SCRIPT_NAME
+
+
+@cache
+def packaged_run_script() -> str:
+    return packaged_run_script_path().read_text(encoding="utf-8")
+
+
+class CustomWorkflow(Workflow):
+    """Exports ``CUSTOM_COMMAND``, ``CUSTOM_ENV``, ``CUSTOM_WORKDIR`` and ``llmSrcNode``.
+
+    The run script applies ``CUSTOM_ENV``, changes to ``CUSTOM_WORKDIR`` and
+    runs ``CUSTOM_COMMAND`` once. With ``run_script`` None the packaged run
+    script travels inside the batch script itself, so no file has to be
+    visible in the container; otherwise ``bash <run_script>`` runs that file.
+    """
+
+    kind = "custom"
+    job_suffix = "custom"
+
+    def __init__(
+        self,
+        custom_cmd: str,
+        *,
+        custom_env: str = "",
+        custom_workdir: str,
+        project_path: str,
+        run_script: str | None = None,
+    ) -> None:
+        self.custom_cmd = custom_cmd
+        self.custom_env = custom_env
+        self.custom_workdir = custom_workdir
+        self.project_path = project_path
+        self.run_script = run_script
+
+    def env(self) -> tuple[tuple[str, str], ...]:
+        return (
+            ("CUSTOM_COMMAND", self.custom_cmd),
+            ("CUSTOM_ENV", self.custom_env),
+            ("CUSTOM_WORKDIR", self.custom_workdir),
+            ("llmSrcNode", self.project_path),
+        )
+
+    def _run(self) -> tuple[tuple[Statement, ...], tuple[str, ...]]:
+        """The step body and its arguments: the run script's text or its path."""
+        if self.run_script is None:
+            body = Run(Command.of("bash", "-c", Var("1"), RUN_SCRIPT_NAME))
+            return (body,), (packaged_run_script(),)
+        return (Run(Command.of("bash", Var("1"))),), (self.run_script,)
+
+    def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:
+        body, args = self._run()
+        return (
+            Step(
+                label="run the custom command",
+                body=body,
+                args=args,
+                shape=shape,
+                clear_mpi_env=single_node_without_mpi(shape),
+            ),
+        )

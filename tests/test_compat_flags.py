@@ -1,0 +1,235 @@
+"""Every flag of the drop-in CLI: its default, an explicit value, and the refusals."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests.script_runner import run_compat
+
+WORKLOAD = {
+    "pytest": ["--test-cmd", "pytest -x"],
+    "custom": ["--custom-cmd", "echo hi"],
+    "bench": ["--bench-cmd", "trtllm-bench --model m throughput"],
+    "eval": ["--eval-cmd", "trtllm-eval --model m gsm8k"],
+}
+
+
+def base(subcommand: str, tmp_path: Path, *, log_dir: bool = True) -> list[str]:
+    args = [
+        subcommand,
+        "--model-name",
+        "llama",
+        "--partition",
+        "batch",
+        "--account",
+        "acct",
+        "--docker-image",
+        "img:1",
+        "--container-mounts",
+        "/a:/a",
+        "--project-path",
+        "/proj",
+        *WORKLOAD[subcommand],
+    ]
+    if log_dir:
+        args += ["--log-dir", str(tmp_path / "logs")]
+    return args
+
+
+# (flag, value or None for the default, text expected in the script)
+FLAG_TABLE = [
+    ("--model-name", "qwen", "#SBATCH --job-name=qwen_auto_test"),
+    ("--log-dir", None, "/logs/llama_auto_test_%j.out"),
+    ("--partition", "gpu-long", "#SBATCH --partition=gpu-long"),
+    ("--account", "team", "#SBATCH --account=team"),
+    ("--time-limit", None, "#SBATCH --time=02:00:00"),
+    ("--time-limit", "04:30:00", "#SBATCH --time=04:30:00"),
+    ("--nodes", None, "#SBATCH --nodes=1"),
+    ("--nodes", "2", "#SBATCH --nodes=2"),
+    ("--ntasks", None, "#SBATCH --ntasks=1"),
+    ("--ntasks", "8", "#SBATCH --ntasks=8"),
+    ("--ntasks-per-node", None, "#SBATCH --ntasks-per-node=1"),
+    ("--ntasks-per-node", "4", "#SBATCH --ntasks-per-node=4"),
+    ("--gres", "gpu:4", "#SBATCH --gres=gpu:4"),
+    ("--docker-image", "nvcr.io#nv/x:1", "'--container-image=nvcr.io#nv/x:1'"),
+    ("--container-mounts", "/m:/m,/n:/o", "--container-mounts=/m:/m,/n:/o"),
+    ("--container-name", None, "--container-name=llama_pytest"),
+    ("--container-name", "mine", "--container-name=mine"),
+    ("--container-workdir", None, "--container-workdir=/proj"),
+    ("--container-workdir", "/w d", "'--container-workdir=/w d'"),
+    ("--project-path", "/p2", "--container-workdir=/p2"),
+    ("--mpi", "pmix_v4", "--mpi=pmix_v4"),
+    ("--llm-models-root", None, "export LLM_MODELS_ROOT=/scratch.trt_llm_data/llm-models/"),
+    ("--llm-models-root", "/models", "export LLM_MODELS_ROOT=/models"),
+    ("--test-cmd", "pytest -k 'a b'", "'pytest -k '\\''a b'\\'''"),
+]
+
+
+def with_flag(args: list[str], flag: str, value: str) -> list[str]:
+    if flag in args:
+        i = args.index(flag)
+        return [*args[: i + 1], value, *args[i + 2 :]]
+    return [*args, flag, value]
+
+
+@pytest.mark.parametrize(("flag", "value", "expected"), FLAG_TABLE)
+def test_flag(tmp_path: Path, flag: str, value: str | None, expected: str) -> None:
+    args = base("pytest", tmp_path)
+    if value is not None:
+        args = with_flag(args, flag, value)
+    result = run_compat(args)
+    assert result.exit_code == 0, result.stderr
+    assert expected in result.stdout
+
+
+def test_gres_default_omits_the_line(tmp_path: Path) -> None:
+    assert "--gres" not in run_compat(base("pytest", tmp_path)).stdout
+
+
+def test_mpi_default_none_omits_mpi(tmp_path: Path) -> None:
+    assert "--mpi" not in run_compat(base("pytest", tmp_path)).stdout
+
+
+@pytest.mark.parametrize(
+    ("subcommand", "suffix", "container"),
+    [
+        ("pytest", "auto_test", "llama_pytest"),
+        ("custom", "custom", "llama_custom"),
+        ("bench", "bench", "llama_bench"),
+        ("eval", "eval", "llama_eval"),
+    ],
+)
+def test_job_names_and_log_paths(
+    tmp_path: Path, subcommand: str, suffix: str, container: str
+) -> None:
+    out = run_compat(base(subcommand, tmp_path)).stdout
+    assert f"#SBATCH --job-name=llama_{suffix}\n" in out
+    assert f"#SBATCH --output={tmp_path}/logs/llama_{suffix}_%j.out\n" in out
+    assert f"#SBATCH --error={tmp_path}/logs/llama_{suffix}_%j.err\n" in out
+    assert f"--container-name={container} " in out
+
+
+@pytest.mark.parametrize("subcommand", ["bench", "eval"])
+def test_bench_eval_log_dir_default_uses_the_clock(tmp_path: Path, subcommand: str) -> None:
+    args = with_flag(base(subcommand, tmp_path, log_dir=False), "--project-path", str(tmp_path))
+    out = run_compat(args).stdout
+    log_dir = tmp_path / "work_dirs" / "llama_20260102_030405"
+    assert f"#SBATCH --output={log_dir}/llama_{subcommand}_%j.out" in out
+    assert log_dir.is_dir()
+
+
+def test_local_log_dir_is_created_instead_of_log_dir(tmp_path: Path) -> None:
+    args = [*base("pytest", tmp_path), "--local-log-dir", str(tmp_path / "local")]
+    args = with_flag(args, "--log-dir", "/remote/never/created")
+    result = run_compat(args)
+    assert result.exit_code == 0
+    assert (tmp_path / "local").is_dir()
+    assert not Path("/remote/never/created").exists()
+    assert "--output=/remote/never/created/llama_auto_test_%j.out" in result.stdout
+
+
+def test_output_file_mode_and_message(tmp_path: Path) -> None:
+    out = tmp_path / "job.slurm"
+    result = run_compat([*base("pytest", tmp_path), "--output", str(out)])
+    assert result.exit_code == 0
+    assert result.stdout == ""
+    assert result.stderr == f"Wrote {out}\n"
+    assert stat.S_IMODE(out.stat().st_mode) == 0o755
+    assert out.read_text().startswith("#!/bin/bash\n#SBATCH --job-name=llama_auto_test\n")
+
+
+def test_custom_run_script_and_workdir_flags(tmp_path: Path) -> None:
+    args = [*base("custom", tmp_path), "--run-script", "/opt/run.sh", "--custom-workdir", "/wd"]
+    args += ["--custom-env", "A=1"]
+    out = run_compat(args).stdout
+    assert "/opt/run.sh" in out
+    assert "export CUSTOM_WORKDIR=/wd\n" in out
+    assert "export CUSTOM_ENV=A=1\n" in out
+    assert "export llmSrcNode=/proj\n" in out
+
+
+REFUSALS = [
+    ("pytest", ["--log-dir"], "--log-dir is required for pytest"),
+    ("custom", ["--log-dir"], "--log-dir is required for custom"),
+    ("eval", ["--nodes", "2"], "eval is single-node only"),
+    ("bench", ["--bench-cmd", "a && b && c"], "at most one is allowed"),
+    ("pytest", ["--partition"], "Missing option '--partition'"),
+    ("pytest", ["--nodes", "0"], "--nodes"),
+    ("pytest", ["--ntasks", "two"], "--ntasks"),
+    ("pytest", ["--partition", "a\nb"], "--partition must be a single line"),
+    ("pytest", ["--bogus", "1"], "No such option '--bogus'"),
+]
+
+
+@pytest.mark.parametrize(("subcommand", "change", "message"), REFUSALS)
+def test_refusal(tmp_path: Path, subcommand: str, change: list[str], message: str) -> None:
+    args = base(subcommand, tmp_path, log_dir=change[0] != "--log-dir")
+    if change[0] == "--log-dir":
+        pass
+    elif change[0] in args and len(change) == 1:
+        i = args.index(change[0])
+        args = args[:i] + args[i + 2 :]
+    elif len(change) == 2:
+        args = with_flag(args, change[0], change[1])
+    out = tmp_path / "out" / "job.slurm"
+    out.parent.mkdir()
+    before = sorted(os.listdir(tmp_path))
+    result = run_compat([*args, "--output", str(out)])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("build_slurm_script: error: ")
+    assert message in lines[0]
+    assert not out.exists()
+    assert os.listdir(out.parent) == []
+    assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_same_input_same_bytes(tmp_path: Path) -> None:
+    for subcommand in WORKLOAD:
+        args = base(subcommand, tmp_path, log_dir=subcommand in ("pytest", "custom"))
+        assert run_compat(args).stdout == run_compat(args).stdout
+
+
+def test_bench_split_ignores_quoted_and_and(tmp_path: Path) -> None:
+    args = with_flag(
+        base("bench", tmp_path), "--bench-cmd", "trtllm-bench --model 'a && b' throughput"
+    )
+    result = run_compat(args)
+    assert result.exit_code == 0, result.stderr
+    assert "prepare the dataset" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("subcommand", "ntasks", "mpi", "expected"),
+    [
+        ("bench", "1", "pmix_v5", None),
+        ("bench", "2", "none", "--mpi=pmix"),
+        ("bench", "2", "pmix_v5", "--mpi=pmix_v5"),
+        ("bench", "2", "pmi2", "--mpi=pmix"),
+        ("eval", "1", "pmix_v5", None),
+        ("eval", "2", "pmix_v4", "--mpi=pmix_v4"),
+        ("pytest", "2", "pmi2", "--mpi=pmi2"),
+        ("custom", "1", "none", None),
+    ],
+)
+def test_mpi_plugin_rules(
+    tmp_path: Path, subcommand: str, ntasks: str, mpi: str, expected: str | None
+) -> None:
+    args = [
+        *base(subcommand, tmp_path),
+        "--ntasks",
+        ntasks,
+        "--ntasks-per-node",
+        ntasks,
+        "--mpi",
+        mpi,
+    ]
+    out = run_compat(args).stdout
+    mpis = [line.strip().rstrip(" \\") for line in out.splitlines() if "--mpi=" in line]
+    assert mpis == ([expected] if expected else [])
