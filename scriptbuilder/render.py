@@ -82,7 +82,11 @@ def _dq_escape(text: str) -> str:
 
 def _render_var(var: Var) -> str:
     if var.default is None:
-        return "$" + var.name if not var.name.isidentifier() else "${" + var.name + "}"
+        return (
+            "$" + var.name
+            if len(var.name) == 1 and not var.name.isalpha()
+            else "${" + var.name + "}"
+        )
     return "${" + var.name + ":-" + _dq_escape(var.default) + "}"
 
 

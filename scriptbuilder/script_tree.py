@@ -40,7 +40,7 @@ class Var:
     default: str | None = None
 
     def __post_init__(self) -> None:
-        if not (is_shell_name(self.name) or self.name in _SPECIAL_PARAMS):
+        if not (is_shell_name(self.name) or self.name.isdigit() or self.name in _SPECIAL_PARAMS):
             raise ValueError(f"not a shell variable name: {self.name!r}")
 
 

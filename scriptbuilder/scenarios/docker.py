@@ -1,0 +1,83 @@
+"""Local Docker: one ``docker run`` that installs the project and runs the steps.
+
+No ``-t``/``-it``: the executor runs the command in the background with its
+output piped to a log, where docker refuses a TTY.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scriptbuilder.job import WorkflowPlan
+from scriptbuilder.scenarios.base import Scenario
+from scriptbuilder.script_tree import (
+    Command,
+    Comment,
+    DockerRun,
+    Run,
+    ScriptText,
+    ShellScript,
+    SrunOption,
+    Statement,
+    Var,
+    Word,
+)
+
+CAPABILITIES = ("SYS_PTRACE", "SYS_ADMIN", "DAC_READ_SEARCH")
+
+
+@dataclass(frozen=True)
+class DockerContainer:
+    image: str
+    name: str
+    volumes: tuple[str, ...]
+    workdir: str
+    models_root: str
+
+
+def _option(name: str, value: str | None = None) -> SrunOption:
+    return SrunOption(name, None if value is None else Word.of(value))
+
+
+def _payload(plan: WorkflowPlan) -> Command:
+    """``bash -c`` running each step in turn; the first failure ends the run."""
+    body: list[Statement] = [Run(Command.of("set", "-e"))]
+    args: list[str] = []
+    for step in plan.steps:
+        refs = []
+        for value in step.args:
+            args.append(value)
+            refs.append(Var(str(len(args))))
+        body.append(Run(Command.of("bash", "-c", ScriptText(step.body), "step", *refs)))
+    return Command.of("bash", "-c", ScriptText(tuple(body)), "job", *args)
+
+
+class Docker(Scenario):
+    name = "local_docker"
+
+    def __init__(self, container: DockerContainer, *, header: tuple[str, ...] = ()) -> None:
+        self.container = container
+        self.header = header
+
+    def docker_run(self, plan: WorkflowPlan) -> DockerRun:
+        c = self.container
+        options = [
+            _option("--rm"),
+            _option("--network", "host"),
+            _option("--ipc", "host"),
+            _option("--runtime", "nvidia"),
+            _option("--gpus", "all"),
+            *(_option("--cap-add", cap) for cap in CAPABILITIES),
+            _option("--security-opt", "seccomp=unconfined"),
+            _option("--env", f"LLM_MODELS_ROOT={c.models_root}"),
+            *(_option("--env", f"{name}={value}") for name, value in plan.env),
+            *(_option("--volume", volume) for volume in c.volumes),
+            _option("--name", c.name),
+            _option("--workdir", c.workdir),
+        ]
+        return DockerRun(tuple(options), Word.of(c.image), _payload(plan))
+
+    def assemble(self, plan: WorkflowPlan) -> ShellScript:
+        return ShellScript(
+            body=(*(Comment(line) for line in self.header), self.docker_run(plan)),
+        )
