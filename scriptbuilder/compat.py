@@ -223,6 +223,11 @@ def bench_subcommand(bench_cmd: str, **opts: Any) -> None:
         parts = split_top_level(bench_cmd, "&&")
     except ShellSyntaxError as exc:
         raise BuildError(f"--bench-cmd: {exc}") from None
+    if "" in parts and len(parts) > 1:
+        raise BuildError(
+            "--bench-cmd has nothing on one side of its top-level '&&'; "
+            "pass '<prepare-dataset command> && <benchmark command>'"
+        )
     if len(parts) > 2:
         raise BuildError(
             f"--bench-cmd has {len(parts) - 1} top-level '&&'; at most one is allowed "

@@ -157,6 +157,8 @@ REFUSALS = [
     ("custom", ["--log-dir"], "--log-dir is required for custom"),
     ("eval", ["--nodes", "2"], "eval is single-node only"),
     ("bench", ["--bench-cmd", "a && b && c"], "at most one is allowed"),
+    ("bench", ["--bench-cmd", "trtllm-bench throughput &&"], "nothing on one side"),
+    ("bench", ["--bench-cmd", "trtllm-bench 'unterminated"], "--bench-cmd: unterminated"),
     ("pytest", ["--partition"], "Missing option '--partition'"),
     ("pytest", ["--nodes", "0"], "--nodes"),
     ("pytest", ["--ntasks", "two"], "--ntasks"),

@@ -1,0 +1,345 @@
+"""Read the parallelism and model flags out of ``trtllm-eval`` and ``trtllm-bench`` commands.
+
+Both tools are click programs, so a flag is written ``--flag value`` or
+``--flag=value`` and the last occurrence wins.  The command text is read with
+:mod:`scriptbuilder.shellwords`, so quoting is understood and nothing is
+expanded: a value that bash would still expand (``--tp $TP``) cannot be used
+as a number and is reported as an error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scriptbuilder.shellwords import (
+    ShellSyntaxError,
+    Token,
+    simple_commands,
+    split_top_level,
+    tokenize,
+)
+
+__all__ = [
+    "BenchArgs",
+    "CommandArgError",
+    "EvalArgs",
+    "FlagValue",
+    "flag_value",
+    "is_hf_model_id",
+    "model_name_from",
+    "parse_bench_cmd",
+    "parse_eval_cmd",
+    "replace_flag_value",
+]
+
+
+class CommandArgError(ValueError):
+    """A user command cannot be read, or one of its flags has an unusable value."""
+
+
+@dataclass(frozen=True)
+class FlagValue:
+    """The value of one flag and where its text sits in the command.
+
+    ``start``/``end`` index the command string that was tokenized.  For
+    ``--flag value`` they cover the value word; for ``--flag=value`` the part
+    after ``=``.  When the flag name itself is quoted (``'--model=a b'``) the
+    value cannot be cut out on its own: the span then covers the whole word
+    and ``prefix`` holds the text (``--model=``) a replacement must start
+    with.  Use :func:`replace_flag_value` to splice a new value in.
+    """
+
+    value: str
+    start: int
+    end: int
+    literal: bool
+    flag: str = ""
+    prefix: str = ""
+
+
+@dataclass(frozen=True)
+class EvalArgs:
+    tp_size: int
+    pp_size: int
+    ep_size: int | None
+    gpus_per_node: int | None
+    model: FlagValue | None
+
+    @property
+    def world_size(self) -> int:
+        return self.tp_size * self.pp_size
+
+
+@dataclass(frozen=True)
+class BenchArgs:
+    """A bench command split at its top-level ``&&``.
+
+    ``model``/``model_path`` spans index the whole command given to
+    :func:`parse_bench_cmd`, not ``prep_cmd`` or ``run_cmd``.
+    """
+
+    prep_cmd: str
+    run_cmd: str
+    tp: int
+    pp: int
+    ep: int
+    model: FlagValue | None
+    model_path: FlagValue | None
+
+    @property
+    def world_size(self) -> int:
+        return self.tp * self.pp
+
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_INTEGER = re.compile(r"\+?[0-9]+")
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+# Launchers that run the command that follows them, with the options of
+# theirs that take a separate argument.
+_WRAPPERS: dict[str, frozenset[str]] = {
+    "env": frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}),
+    "trtllm-llmapi-launch": frozenset(),
+    "nohup": frozenset(),
+    "exec": frozenset({"-a"}),
+    "command": frozenset(),
+    "time": frozenset(),
+}
+
+
+def _source(command: str, token: Token) -> str:
+    return command[token.start : token.end]
+
+
+def flag_value(
+    words: Sequence[Token],
+    names: tuple[str, ...],
+    *,
+    command: str | None = None,
+    context: str = "command",
+) -> FlagValue | None:
+    """The value of the last of ``names`` in ``words``, or None when absent.
+
+    Accepts ``--flag value`` and ``--flag=value``; a single-dash short name
+    (``-m``) also accepts ``-mvalue``.  Scanning stops at ``--``.  Pass the
+    tokenized ``command`` so that a ``--flag=value`` span can be narrowed to
+    the value; without it the span is the whole word and ``prefix`` is set.
+    A flag with nothing after it raises CommandArgError.
+    """
+    found: FlagValue | None = None
+    i = 0
+    while i < len(words):
+        word = words[i]
+        text = word.value
+        if text == "--" and word.literal:
+            break
+        if text in names:
+            if i + 1 >= len(words):
+                raise CommandArgError(f"{context}: {text} is missing its value")
+            nxt = words[i + 1]
+            found = FlagValue(nxt.value, nxt.start, nxt.end, nxt.literal, text)
+            i += 2
+            continue
+        for name in names:
+            if _is_short(name):
+                joined = name
+                matches = len(text) > len(name) and text.startswith(name)
+            else:
+                joined = name + "="
+                matches = text.startswith(joined)
+            if matches:
+                found = _joined_value(word, name, joined, command)
+                break
+        i += 1
+    return found
+
+
+def _is_short(name: str) -> bool:
+    return len(name) == 2 and name[0] == "-" and name[1] != "-"
+
+
+def _joined_value(word: Token, name: str, joined: str, command: str | None) -> FlagValue:
+    value = word.value[len(joined) :]
+    if command is not None and _source(command, word).startswith(joined):
+        return FlagValue(value, word.start + len(joined), word.end, word.literal, name)
+    return FlagValue(value, word.start, word.end, word.literal, name, prefix=joined)
+
+
+def replace_flag_value(command: str, value: FlagValue, new_text: str) -> str:
+    """``command`` with the raw ``new_text`` (already shell-quoted) as the flag's value."""
+    return command[: value.start] + value.prefix + new_text + command[value.end :]
+
+
+def _program_index(words: Sequence[Token]) -> int | None:
+    """Index of the program word, past assignments and launchers such as ``env``."""
+    i = 0
+    while i < len(words):
+        text = words[i].value
+        if _ASSIGNMENT.match(text):
+            i += 1
+            continue
+        name = text.rsplit("/", 1)[-1]
+        if name in _WRAPPERS:
+            takes_argument = _WRAPPERS[name]
+            i += 1
+            while i < len(words) and words[i].value.startswith("-"):
+                option = words[i].value
+                i += 2 if option in takes_argument else 1
+                if option == "--":
+                    break
+            continue
+        return i
+    return None
+
+
+def _invocations(tokens: Sequence[Token], program: str) -> list[list[Token]]:
+    """The arguments of every simple command that runs ``program``."""
+    found: list[list[Token]] = []
+    for words in simple_commands(tokens):
+        index = _program_index(words)
+        if index is not None and words[index].value.rsplit("/", 1)[-1] == program:
+            found.append(words[index + 1 :])
+    return found
+
+
+def _int_flag(
+    words: Sequence[Token],
+    names: tuple[str, ...],
+    context: str,
+    *,
+    minimum: int,
+) -> int | None:
+    found = flag_value(words, names, context=context)
+    if found is None:
+        return None
+    kind = "a positive integer" if minimum >= 1 else "a non-negative integer"
+    if not found.literal:
+        raise CommandArgError(
+            f"{context}: {found.flag} must be {kind}, got {found.value!r}; shell expansions "
+            f"are not evaluated here, so write the number itself (e.g. {found.flag} 2)"
+        )
+    text = found.value.strip()
+    if not _INTEGER.fullmatch(text) or int(text) < minimum:
+        raise CommandArgError(
+            f"{context}: {found.flag} must be {kind}, got {found.value!r}; "
+            f"write it as e.g. {found.flag} 2"
+        )
+    return int(text)
+
+
+def _tokens(cmd: str, context: str) -> list[Token]:
+    try:
+        tokens = tokenize(cmd)
+    except ShellSyntaxError as exc:
+        raise CommandArgError(f"{context}: {exc}") from exc
+    if not any(token.kind == "word" for token in tokens):
+        raise CommandArgError(f"{context} is empty; give the full command to run")
+    return tokens
+
+
+def parse_eval_cmd(cmd: str) -> EvalArgs:
+    """Read ``--tp_size``, ``--pp_size``, ``--ep_size``, ``--gpus_per_node``, ``--model``.
+
+    The flags are taken from the last ``trtllm-eval`` command in ``cmd``
+    (launchers such as ``trtllm-llmapi-launch``, ``env`` and ``A=b``
+    assignments in front of it are skipped); when there is none, from all
+    words of ``cmd``.  ``--tp``/``--pp``/``--ep`` (aliases in newer
+    trtllm-eval) are accepted too.
+    """
+    context = "eval_cmd"
+    tokens = _tokens(cmd, context)
+    invocations = _invocations(tokens, "trtllm-eval")
+    words = invocations[-1] if invocations else [t for t in tokens if t.kind == "word"]
+    tp = _int_flag(words, ("--tp_size", "--tp"), context, minimum=1)
+    pp = _int_flag(words, ("--pp_size", "--pp"), context, minimum=1)
+    ep = _int_flag(words, ("--ep_size", "--ep"), context, minimum=1)
+    gpus = _int_flag(words, ("--gpus_per_node",), context, minimum=1)
+    model = flag_value(words, ("--model",), command=cmd, context=context)
+    return EvalArgs(
+        tp_size=1 if tp is None else tp,
+        pp_size=1 if pp is None else pp,
+        ep_size=ep,
+        gpus_per_node=gpus,
+        model=model,
+    )
+
+
+def parse_bench_cmd(cmd: str) -> BenchArgs:
+    """Split ``cmd`` into prepare and run steps and read ``--tp``/``--pp``/``--ep``/model.
+
+    The split is at a top-level ``&&`` (not quoted, not inside a substitution
+    or a compound command); without one, ``prep_cmd`` is empty and
+    ``run_cmd`` is the whole command.  tp/pp/ep come from the last
+    ``trtllm-bench`` command (defaults 1, 1, 0); ``model`` (``--model``/``-m``)
+    and ``model_path`` (``--model_path``) from the last ``trtllm-bench``
+    command that has them.  With no ``trtllm-bench`` command at all, all
+    words of ``cmd`` are searched.
+    """
+    context = "bench_cmd"
+    tokens = _tokens(cmd, context)
+    texts = split_top_level(cmd, "&&")
+    if len(texts) > 2:
+        raise CommandArgError(
+            f"{context}: more than one top-level '&&' ({len(texts) - 1} found); split prepare "
+            "and run into at most two commands joined by a single '&&' "
+            "(group anything else, e.g. '{ a && b; }', or join with ';')"
+        )
+    if len(texts) == 2:
+        prep, run = texts
+        if not prep:
+            raise CommandArgError(f"{context}: nothing before '&&'; give the prepare command")
+        if not run:
+            raise CommandArgError(f"{context}: nothing after '&&'; give the benchmark command")
+    else:
+        prep, run = "", texts[0]
+
+    invocations = _invocations(tokens, "trtllm-bench")
+    model_names: tuple[str, ...] = ("--model", "-m")
+    if not invocations:
+        # No trtllm-bench word (python -m ..., a wrapper script): search every
+        # word, but not for -m, which would then mostly be python's.
+        invocations = [[t for t in tokens if t.kind == "word"]]
+        model_names = ("--model",)
+    last = invocations[-1]
+    tp = _int_flag(last, ("--tp",), context, minimum=1)
+    pp = _int_flag(last, ("--pp",), context, minimum=1)
+    ep = _int_flag(last, ("--ep",), context, minimum=0)
+    return BenchArgs(
+        prep_cmd=prep,
+        run_cmd=run,
+        tp=1 if tp is None else tp,
+        pp=1 if pp is None else pp,
+        ep=0 if ep is None else ep,
+        model=_last_flag(invocations, model_names, cmd, context),
+        model_path=_last_flag(invocations, ("--model_path",), cmd, context),
+    )
+
+
+def _last_flag(
+    invocations: Sequence[Sequence[Token]], names: tuple[str, ...], cmd: str, context: str
+) -> FlagValue | None:
+    for words in reversed(invocations):
+        found = flag_value(words, names, command=cmd, context=context)
+        if found is not None:
+            return found
+    return None
+
+
+def model_name_from(model: str) -> str:
+    """A job-name-safe model name from a model id or path.
+
+    ``meta-llama/Llama-3.1-8B-Instruct`` gives ``llama_3_1_8b_instruct``;
+    ``/models/Qwen2.5-7B/`` gives ``qwen2_5_7b``.  Returns ``""`` when no
+    ASCII letter or digit is left (``/``, ``日本``): the caller then needs an
+    explicit model name.
+    """
+    last = model.rstrip("/").rsplit("/", 1)[-1]
+    return _NON_ALNUM.sub("_", last.lower()).strip("_")
+
+
+def is_hf_model_id(model: str) -> bool:
+    """Whether ``model`` looks like a HuggingFace id (``org/name``) rather than a path."""
+    if "/" not in model:
+        return False
+    return not model.startswith(("/", "./", "../", "~", "$"))

@@ -1,0 +1,616 @@
+"""A bash-aware tokenizer for the command strings users hand to the builder.
+
+It reads a command the way bash's parser does (quoting, line continuations,
+comments, substitutions, operators) without expanding anything: a word's
+``value`` is the text after quote removal, and ``literal`` tells whether bash
+would still change it at run time (parameter, command, arithmetic, tilde,
+brace or pathname expansion).
+
+Spans (``start``/``end``) index the original string, so a caller can splice
+new text in place of a word while every other byte of the user's command
+stays as written.
+
+Deliberate limits: aliases, ``case`` patterns inside ``$(...)``, extglob
+patterns and ``{fd}>`` redirections are not understood.  Here-document bodies
+are skipped; they are attached to the span of the newline token that precedes
+them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "ShellSyntaxError",
+    "Token",
+    "replace_token",
+    "simple_commands",
+    "split_top_level",
+    "tokenize",
+]
+
+
+class ShellSyntaxError(ValueError):
+    """The command is not complete shell syntax (an unterminated quote, for example)."""
+
+    def __init__(self, message: str, position: int) -> None:
+        super().__init__(message)
+        self.position = position
+
+
+@dataclass(frozen=True)
+class Token:
+    """One word or operator of a command.
+
+    ``value`` is the word after bash quote removal (``--model='a b'`` gives
+    ``--model=a b``); expansions such as ``$HOME`` or ``$(cmd)`` are kept as
+    their raw text and make ``literal`` false.  For operators ``value`` is the
+    operator text (a newline is the operator ``"\\n"``).
+    """
+
+    value: str
+    start: int
+    end: int
+    kind: Literal["word", "op"]
+    literal: bool = True
+
+
+# Longest first, so that the first match is the one bash takes.
+_OPERATORS = (
+    ";;&", "<<<", "<<-", "&>>",
+    "&&", "||", ";;", ";&", "|&", ">>", "<<", "<&", ">&", "<>", ">|", "&>",
+    "&", "|", ";", "(", ")", "<", ">",
+)  # fmt: skip
+_METACHARS = frozenset(" \t\n;&|()<>")
+_BLANKS = frozenset(" \t")
+_NAME_START = re.compile(r"[A-Za-z_]")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_FD_REDIRECT = re.compile(r"[0-9]+(?=[<>])")
+_SPECIAL_PARAMS = frozenset("@*#?$!-0123456789")
+# Placeholder for a quoted (or expanded) character in a word's shape.
+_Q = "\x00"
+_GLOB_BRACKET = re.compile(r"\[.+?\]", re.DOTALL)
+_BRACE_EXPANSION = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
+_ASSIGNMENT_PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+_OCTAL_TAIL = re.compile(r"[0-7]{1,2}")
+_HEX_DIGITS = {
+    "x": re.compile(r"[0-9A-Fa-f]{1,2}"),
+    "u": re.compile(r"[0-9A-Fa-f]{1,4}"),
+    "U": re.compile(r"[0-9A-Fa-f]{1,8}"),
+}
+_SIMPLE_ESCAPES = {
+    "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n",
+    "r": "\r", "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
+}  # fmt: skip
+
+# Operators that end a simple command (everything else is a redirection).
+_CONTROL_OPS = frozenset({"&&", "||", ";", ";;", ";&", ";;&", "|", "|&", "&", "(", ")", "\n"})
+# Reserved words that may precede a command in the same simple command.
+_LEADING_KEYWORDS = frozenset(
+    {"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until",
+     "time", "esac"}
+)  # fmt: skip
+# Reserved words after which the next word is again in command position.
+_COMMAND_PREFIX_KEYWORDS = frozenset(
+    {"!", "{", "if", "then", "else", "elif", "do", "while", "until", "time"}
+)
+# Openers of compound commands and the closer that ends each one.
+_OPENERS = {"{": "}", "if": "fi", "do": "done", "case": "esac", "[[": "]]"}
+
+
+def _where(text: str, pos: int) -> str:
+    line = text.count("\n", 0, pos) + 1
+    column = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return f"line {line}, column {column}" if line > 1 else f"column {column}"
+
+
+class _Lexer:
+    def __init__(self, text: str) -> None:
+        self.s = text
+        self.n = len(text)
+
+    def error(self, what: str, pos: int) -> ShellSyntaxError:
+        return ShellSyntaxError(f"unterminated {what} starting at {_where(self.s, pos)}", pos)
+
+    # -- skipping nested constructs (their text is kept raw) ------------------
+
+    def skip_single(self, i: int) -> int:
+        """``i`` is just past an opening ``'``; return the index past the closing one."""
+        j = self.s.find("'", i)
+        if j < 0:
+            raise self.error("single quote", i - 1)
+        return j + 1
+
+    def skip_ansi_c(self, i: int) -> int:
+        """``i`` is just past ``$'``; return the index past the closing ``'``."""
+        s, n = self.s, self.n
+        j = i
+        while j < n:
+            if s[j] == "\\":
+                j += 2
+            elif s[j] == "'":
+                return j + 1
+            else:
+                j += 1
+        raise self.error("$'...' quote", i - 2)
+
+    def skip_backtick(self, i: int) -> int:
+        """``i`` is just past an opening backtick; return the index past the closing one."""
+        s, n = self.s, self.n
+        j = i
+        while j < n:
+            if s[j] == "\\":
+                j += 2
+            elif s[j] == "`":
+                return j + 1
+            else:
+                j += 1
+        raise self.error("backquote substitution", i - 1)
+
+    def skip_double(self, i: int) -> int:
+        """``i`` is just past an opening ``"``; return the index past the closing one."""
+        s, n = self.s, self.n
+        j = i
+        while j < n:
+            c = s[j]
+            if c == "\\":
+                j += 2
+            elif c == '"':
+                return j + 1
+            elif c == "`":
+                j = self.skip_backtick(j + 1)
+            elif c == "$" and j + 1 < n and s[j + 1] in "({[":
+                j = self.skip_dollar(j)
+            else:
+                j += 1
+        raise self.error("double quote", i - 1)
+
+    def skip_dollar(self, i: int) -> int:
+        """``s[i]`` is ``$`` followed by ``(``, ``{`` or ``[``; return the index past the end."""
+        opener = self.s[i + 1]
+        if opener == "(":
+            return self.skip_code(i + 2, i)
+        if opener == "{":
+            return self.skip_braced(i + 2, i)
+        return self.skip_bracketed(i + 2, i)
+
+    def skip_code(self, i: int, origin: int) -> int:
+        """Skip shell code up to the ``)`` that closes the ``(`` before ``i``.
+
+        Used for ``$(...)``, ``$((...))`` and ``<(...)``/``>(...)``.
+        """
+        s, n = self.s, self.n
+        depth = 0
+        j = i
+        word_start = True
+        while j < n:
+            c = s[j]
+            starts_word = word_start
+            word_start = c in " \t\n;&|(<>"
+            if c == "\\":
+                j += 2
+                word_start = False
+            elif c == "'":
+                j = self.skip_single(j + 1)
+            elif c == '"':
+                j = self.skip_double(j + 1)
+            elif c == "`":
+                j = self.skip_backtick(j + 1)
+            elif c == "$" and j + 1 < n and s[j + 1] == "'":
+                j = self.skip_ansi_c(j + 2)
+            elif c == "$" and j + 1 < n and s[j + 1] in "({[":
+                j = self.skip_dollar(j)
+            elif c == "#" and starts_word:
+                newline = s.find("\n", j)
+                j = n if newline < 0 else newline
+            elif c == "(":
+                depth += 1
+                j += 1
+            elif c == ")":
+                if depth == 0:
+                    return j + 1
+                depth -= 1
+                j += 1
+                word_start = True
+            else:
+                j += 1
+        what = "command substitution" if s[origin] == "$" else "process substitution"
+        raise self.error(f"{what} '{s[origin : origin + 2]}'", origin)
+
+    def skip_braced(self, i: int, origin: int) -> int:
+        """Skip the inside of ``${...}`` (``i`` past the ``{``)."""
+        s, n = self.s, self.n
+        depth = 0
+        j = i
+        while j < n:
+            c = s[j]
+            if c == "\\":
+                j += 2
+            elif c == "'":
+                j = self.skip_single(j + 1)
+            elif c == '"':
+                j = self.skip_double(j + 1)
+            elif c == "`":
+                j = self.skip_backtick(j + 1)
+            elif c == "$" and j + 1 < n and s[j + 1] in "({[":
+                j = self.skip_dollar(j)
+            elif c == "{":
+                depth += 1
+                j += 1
+            elif c == "}":
+                if depth == 0:
+                    return j + 1
+                depth -= 1
+                j += 1
+            else:
+                j += 1
+        raise self.error("parameter expansion '${'", origin)
+
+    def skip_bracketed(self, i: int, origin: int) -> int:
+        """Skip the inside of the old arithmetic form ``$[...]``."""
+        s, n = self.s, self.n
+        depth = 0
+        j = i
+        while j < n:
+            c = s[j]
+            if c == "\\":
+                j += 2
+            elif c == "[":
+                depth += 1
+                j += 1
+            elif c == "]":
+                if depth == 0:
+                    return j + 1
+                depth -= 1
+                j += 1
+            else:
+                j += 1
+        raise self.error("arithmetic expansion '$['", origin)
+
+    def dollar_end(self, i: int) -> int | None:
+        """End of the expansion starting with ``$`` at ``i``, or None for a literal ``$``."""
+        s, n = self.s, self.n
+        if i + 1 >= n:
+            return None
+        nxt = s[i + 1]
+        if nxt in "({[":
+            return self.skip_dollar(i)
+        if _NAME_START.match(nxt):
+            m = _NAME.match(s, i + 1)
+            assert m is not None
+            return m.end()
+        if nxt in _SPECIAL_PARAMS:
+            return i + 2
+        return None
+
+    # -- words ---------------------------------------------------------------
+
+    def decode_ansi_c(self, i: int, value: list[str], shape: list[str]) -> int:
+        """Decode ``$'...'`` (``i`` just past ``$'``); return the index past the closing quote."""
+        s = self.s
+        end = self.skip_ansi_c(i)
+        j = i
+        stop = end - 1
+        while j < stop:
+            c = s[j]
+            if c != "\\" or j + 1 >= stop:
+                value.append(c)
+                j += 1
+                continue
+            e = s[j + 1]
+            j += 2
+            if e in _SIMPLE_ESCAPES:
+                value.append(_SIMPLE_ESCAPES[e])
+            elif e in "01234567":
+                m = _OCTAL_TAIL.match(s, j, stop)
+                digits = e + (m.group() if m else "")
+                j += len(digits) - 1
+                value.append(chr(int(digits, 8) & 0xFF))
+            elif e in "xuU":
+                m = _HEX_DIGITS[e].match(s, j, stop)
+                if m is None:
+                    value.append("\\" + e)
+                else:
+                    j = m.end()
+                    code = int(m.group(), 16)
+                    value.append(chr(code) if code <= 0x10FFFF else "\ufffd")
+            elif e == "c" and j < stop:
+                value.append(chr(ord(s[j]) & 0x1F))
+                j += 1
+            else:
+                value.append("\\" + e)
+        shape.append(_Q)
+        return end
+
+    def read_double(self, i: int, value: list[str], shape: list[str]) -> tuple[int, bool]:
+        """Read ``"..."`` (``i`` just past the quote); return (end, literal)."""
+        s, n = self.s, self.n
+        literal = True
+        j = i
+        while j < n:
+            c = s[j]
+            if c == '"':
+                shape.append(_Q)
+                return j + 1, literal
+            if c == "\\":
+                if j + 1 >= n:
+                    break
+                e = s[j + 1]
+                if e == "\n":
+                    pass
+                elif e in '$`"\\':
+                    value.append(e)
+                else:
+                    value.append("\\" + e)
+                j += 2
+            elif c == "`":
+                end = self.skip_backtick(j + 1)
+                value.append(s[j:end])
+                literal = False
+                j = end
+            elif c == "$":
+                dollar_end = self.dollar_end(j)
+                if dollar_end is None:
+                    value.append("$")
+                    j += 1
+                else:
+                    value.append(s[j:dollar_end])
+                    literal = False
+                    j = dollar_end
+            else:
+                value.append(c)
+                j += 1
+        raise self.error("double quote", i - 1)
+
+    def read_word(self, i: int) -> tuple[Token, int]:
+        s, n = self.s, self.n
+        start = i
+        value: list[str] = []
+        # Unquoted characters as they are, quoted/expanded runs as _Q: what
+        # tilde, brace and pathname expansion get to see.
+        shape: list[str] = []
+        literal = True
+        while i < n:
+            c = s[i]
+            if c in "<>" and i + 1 < n and s[i + 1] == "(":
+                end = self.skip_code(i + 2, i)
+                value.append(s[i:end])
+                shape.append(_Q)
+                literal = False
+                i = end
+            elif c in _METACHARS:
+                break
+            elif c == "\\":
+                if i + 1 >= n:  # bash keeps a backslash at the very end
+                    value.append("\\")
+                    shape.append(_Q)
+                    i += 1
+                elif s[i + 1] == "\n":  # line continuation
+                    i += 2
+                else:
+                    value.append(s[i + 1])
+                    shape.append(_Q)
+                    i += 2
+            elif c == "'":
+                end = self.skip_single(i + 1)
+                value.append(s[i + 1 : end - 1])
+                shape.append(_Q)
+                i = end
+            elif c == '"':
+                i, lit = self.read_double(i + 1, value, shape)
+                literal = literal and lit
+            elif c == "$" and i + 1 < n and s[i + 1] == "'":
+                i = self.decode_ansi_c(i + 2, value, shape)
+            elif c == "$" and i + 1 < n and s[i + 1] == '"':  # $"..." (locale string)
+                i, lit = self.read_double(i + 2, value, shape)
+                literal = literal and lit
+            elif c == "$":
+                dollar_end = self.dollar_end(i)
+                if dollar_end is None:
+                    value.append("$")
+                    shape.append(_Q)
+                    i += 1
+                else:
+                    value.append(s[i:dollar_end])
+                    shape.append(_Q)
+                    literal = False
+                    i = dollar_end
+            elif c == "`":
+                end = self.skip_backtick(i + 1)
+                value.append(s[i:end])
+                shape.append(_Q)
+                literal = False
+                i = end
+            else:
+                value.append(c)
+                shape.append(c)
+                i += 1
+        if literal:
+            literal = not _expands("".join(shape))
+        return Token("".join(value), start, i, "word", literal), i
+
+    # -- here-documents --------------------------------------------------------
+
+    def skip_heredocs(self, i: int, pending: list[tuple[str, bool]]) -> int:
+        """Skip the bodies of ``pending`` here-documents; ``i`` is the start of the body."""
+        s, n = self.s, self.n
+        for delimiter, strip_tabs in pending:
+            while i < n:
+                newline = s.find("\n", i)
+                line_end = n if newline < 0 else newline
+                line = s[i:line_end]
+                i = line_end + 1 if newline >= 0 else n
+                if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+                    break
+        pending.clear()
+        return i
+
+    # -- driver ----------------------------------------------------------------
+
+    def tokens(self) -> list[Token]:
+        s, n = self.s, self.n
+        out: list[Token] = []
+        pending: list[tuple[str, bool]] = []
+        heredoc_op: str | None = None
+        i = 0
+        while i < n:
+            c = s[i]
+            if c in _BLANKS:
+                i += 1
+                continue
+            if s.startswith("\\\n", i):
+                i += 2
+                continue
+            if c == "\n":
+                start = i
+                i = self.skip_heredocs(i + 1, pending) if pending else i + 1
+                out.append(Token("\n", start, i, "op"))
+                continue
+            if c == "#":
+                newline = s.find("\n", i)
+                i = n if newline < 0 else newline
+                continue
+            op_start = i
+            fd = _FD_REDIRECT.match(s, i)
+            j = fd.end() if fd else i
+            op = next((o for o in _OPERATORS if s.startswith(o, j)), None)
+            is_procsub = op in ("<", ">") and s.startswith("(", j + 1)
+            if op is not None and not is_procsub and (fd is None or op[0] in "<>"):
+                i = j + len(op)
+                out.append(Token(s[op_start:i], op_start, i, "op"))
+                if op in ("<<", "<<-"):
+                    heredoc_op = op
+                continue
+            token, i = self.read_word(i)
+            out.append(token)
+            if heredoc_op is not None:
+                pending.append((token.value, heredoc_op == "<<-"))
+                heredoc_op = None
+        return out
+
+
+def _expands(shape: str) -> bool:
+    """Whether tilde, brace or pathname expansion applies to a word of this shape."""
+    if "*" in shape or "?" in shape or _GLOB_BRACKET.search(shape):
+        return True
+    if _BRACE_EXPANSION.search(shape):
+        return True
+    if shape.startswith("~"):
+        return True
+    m = _ASSIGNMENT_PREFIX.match(shape)
+    if m is not None:
+        rest = shape[m.end() :]
+        return rest.startswith("~") or ":~" in rest
+    return False
+
+
+def _is_bare(token: Token) -> bool:
+    """True when the word was written without any quoting (its text is its value)."""
+    return token.literal and token.end - token.start == len(token.value)
+
+
+def tokenize(command: str) -> list[Token]:
+    """Split ``command`` into words and operators the way bash's parser does.
+
+    Raises ShellSyntaxError for an unterminated quote or substitution.
+    """
+    return _Lexer(command).tokens()
+
+
+def simple_commands(tokens: Sequence[Token]) -> list[list[Token]]:
+    """The word tokens grouped into simple commands.
+
+    Control operators (``&&``, ``||``, ``;``, ``|``, ``&``, ``(``, ``)``,
+    newline, ...) separate commands.  Redirections are not part of a command's
+    words: a redirection operator and the word after it (its target) are
+    dropped.  Leading reserved words (``if``, ``then``, ``do``, ``!``,
+    ``time [-p]``, ``{``, ...) are dropped too, so the first word of each group is
+    the command to run; groups left empty are omitted.
+    """
+    groups: list[list[Token]] = []
+    current: list[Token] = []
+    skip_target = False
+    after_time = False  # `time -p cmd`: -p belongs to the reserved word
+    for token in tokens:
+        if token.kind == "op":
+            if token.value in _CONTROL_OPS:
+                if current:
+                    groups.append(current)
+                current = []
+                skip_target = after_time = False
+            else:
+                skip_target = True
+            continue
+        if skip_target:
+            skip_target = False
+            continue
+        if not current and _is_bare(token):
+            if token.value in _LEADING_KEYWORDS:
+                after_time = token.value == "time"
+                continue
+            if after_time and token.value in ("-p", "--"):
+                continue
+        after_time = False
+        current.append(token)
+    if current:
+        groups.append(current)
+    return groups
+
+
+def split_top_level(command: str, op: str = "&&") -> list[str]:
+    """The parts of ``command`` between top-level ``op`` operators.
+
+    An operator is top level when it is not quoted, not inside a substitution
+    (``$(...)``, backticks, ``${...}``), and not inside a subshell ``(...)``,
+    a group ``{ ...; }``, ``if ... fi``, ``do ... done``, ``case ... esac`` or
+    ``[[ ... ]]``.  Each part is the original text from its first token to its
+    last token, so surrounding blanks, line continuations and trailing
+    comments are left out and everything in between is kept byte for byte.
+    A part with no tokens is ``""``.
+    """
+    tokens = tokenize(command)
+    return [_span_text(command, part) for part in _split_tokens(command, tokens, op)]
+
+
+def _split_tokens(command: str, tokens: Sequence[Token], op: str) -> list[list[Token]]:
+    parts: list[list[Token]] = [[]]
+    stack: list[str] = []
+    command_position = True
+    for token in tokens:
+        at_command = command_position
+        if token.kind == "op":
+            command_position = token.value in _CONTROL_OPS
+            if token.value == "(":
+                stack.append("(")
+            elif token.value == ")" and stack and stack[-1] == "(":
+                stack.pop()
+            elif token.value == op and not stack:
+                parts.append([])
+                continue
+        else:
+            raw = command[token.start : token.end]
+            command_position = at_command and raw in _COMMAND_PREFIX_KEYWORDS
+            if stack and stack[-1] == "[[":
+                if raw == "]]":
+                    stack.pop()
+            elif at_command and raw in _OPENERS:
+                stack.append(raw)
+            elif at_command and stack and raw == _OPENERS.get(stack[-1]):
+                stack.pop()
+        parts[-1].append(token)
+    return parts
+
+
+def _span_text(command: str, tokens: Sequence[Token]) -> str:
+    if not tokens:
+        return ""
+    return command[tokens[0].start : tokens[-1].end].strip()
+
+
+def replace_token(command: str, token: Token, new_text: str) -> str:
+    """``command`` with the raw ``new_text`` in place of ``token``'s span."""
+    return command[: token.start] + new_text + command[token.end :]
