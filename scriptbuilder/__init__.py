@@ -1,3 +1,24 @@
-"""scriptbuilder: TensorRT-LLM test requests to Slurm batch scripts and job_spec.json."""
+"""scriptbuilder: TensorRT-LLM test requests to Slurm batch scripts and job_spec.json.
+
+``scriptbuilder.build(request)`` is the Python API (see :mod:`scriptbuilder.api`);
+it is imported on first use so the drop-in CLI stays cheap to start.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from scriptbuilder.api import BuiltJob, build
+
+__all__ = ["BuiltJob", "__version__", "build"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("build", "BuiltJob"):
+        from scriptbuilder import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'scriptbuilder' has no attribute {name!r}")

@@ -1,0 +1,3 @@
+from scriptbuilder.cli import main
+
+main()

@@ -1,0 +1,42 @@
+"""Everything resolution reads besides the request, injectable for tests."""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from scriptbuilder.request import BuildRequest
+from scriptbuilder.resolution.trace import Trace
+from scriptbuilder.slurm_env import SlurmEnv
+
+
+class EnvInfo(Protocol):
+    """The optional internal-env-info source. Each method returns None when unknown."""
+
+    def arch(self, partition: str | None) -> str | None: ...
+
+    def default_models_repo_host(self) -> str | None: ...
+
+
+@dataclass
+class Context:
+    request: BuildRequest
+    slurm_env: SlurmEnv | None = None
+    slurm_env_raw: dict[str, Any] | None = None
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    machine: Callable[[], str] = platform.machine
+    env_info: EnvInfo | None = None
+    clock: Callable[[], datetime] = datetime.now
+    trace: Trace = field(default_factory=Trace)
+
+    @property
+    def is_slurm(self) -> bool:
+        return self.request.execution_scenario != "local_docker"
+
+    @property
+    def is_remote(self) -> bool:
+        return self.request.execution_scenario == "remote_slurm"

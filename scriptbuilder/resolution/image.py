@@ -1,0 +1,64 @@
+"""Procedure Step 1: the container image, and the architecture that selects it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scriptbuilder.errors import BuildError
+from scriptbuilder.image_tags import (
+    ARCH_KEYS,
+    find_properties_file,
+    image_for_arch,
+    normalize_arch,
+    read_properties,
+)
+from scriptbuilder.resolution.context import Context
+
+
+def resolve_arch(ctx: Context) -> str:
+    """``uname -m`` for local_docker; the partition's arch for Slurm, with the fallbacks."""
+    trace, req = ctx.trace, ctx.request
+    if not ctx.is_slurm:
+        return trace.chose("arch", normalize_arch(ctx.machine()), "uname -m (local_docker)")
+    env = ctx.slurm_env
+    part = env.partition(req.partition or "") if env else None
+    if env is not None and not env.client_tools_missing() and part and part.arch:
+        return trace.chose("arch", normalize_arch(part.arch), f"slurm_env partition {part.name}")
+    if ctx.env_info is not None:
+        arch = ctx.env_info.arch(req.partition)
+        if arch:
+            return trace.chose("arch", normalize_arch(arch), "internal-env-info")
+    if req.execution_scenario == "local_slurm":
+        return trace.chose(
+            "arch", normalize_arch(ctx.machine()), "uname -m (partition arch unknown)"
+        )
+    return trace.chose("arch", "x86_64", "default for remote_slurm (partition arch unknown)")
+
+
+def resolve_image(ctx: Context) -> str:
+    req = ctx.request
+    if req.container_image:
+        return ctx.trace.chose("docker_image", req.container_image, "container_image input")
+    if not req.repo_root:
+        raise BuildError(
+            "container_image: not given and repo_root is not set to find the image tags "
+            "properties file; pass container_image or repo_root"
+        )
+    props_file = find_properties_file(Path(req.repo_root))
+    if props_file is None:
+        raise BuildError(
+            f"container_image: not given and no image tags properties file under "
+            f"{req.repo_root} (expected jenkins/current_image_tags.properties); "
+            "pass container_image"
+        )
+    arch = resolve_arch(ctx)
+    key = ARCH_KEYS.get(arch)
+    if key is None:
+        raise BuildError(
+            f"container_image: no properties key for architecture {arch!r} "
+            f"(known: {', '.join(ARCH_KEYS)}); pass container_image"
+        )
+    image = image_for_arch(read_properties(props_file), arch)
+    if not image:
+        raise BuildError(f"container_image: {props_file} has no {key}= line; pass container_image")
+    return ctx.trace.chose("docker_image", image, f"{key} in {props_file}")

@@ -1,0 +1,144 @@
+"""Procedure Step 2: the container mounts and the paths on the execution host."""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+
+from scriptbuilder.errors import BuildError
+from scriptbuilder.resolution.context import Context
+
+DEFAULT_MODELS_ROOT = "/scratch.trt_llm_data/llm-models"
+
+
+@dataclass(frozen=True)
+class Mounts:
+    home: str
+    project: str
+    models: tuple[str, ...]
+    extra: tuple[str, ...]
+    models_root: str
+    #: The host folder mounted at ``models_root``, when known (for model lookups).
+    models_host: str | None
+
+    @property
+    def entries(self) -> tuple[str, ...]:
+        return (
+            f"{self.home}:{self.home}",
+            f"{self.project}:{self.project}",
+            *self.models,
+            *self.extra,
+        )
+
+    @property
+    def joined(self) -> str:
+        return ",".join(self.entries)
+
+    def host_sources(self) -> list[str]:
+        return [entry.split(":", 1)[0] for entry in self.entries]
+
+
+def _absolute(name: str, path: str) -> str:
+    if not path.startswith("/"):
+        raise BuildError(f"{name} must be an absolute path, got {path!r}; pass an absolute path")
+    return posixpath.normpath(path)
+
+
+def _check_mountable(name: str, path: str) -> str:
+    if "," in path or "\n" in path:
+        raise BuildError(
+            f"{name} {path!r} cannot be mounted: container mounts are comma-separated; "
+            "use a path without commas or newlines"
+        )
+    return path
+
+
+def resolve_models_root(ctx: Context) -> str:
+    root = ctx.request.llm_models_root
+    if root:
+        return ctx.trace.chose(
+            "llm_models_root", _absolute("llm_models_root", root), "llm_models_root input"
+        )
+    return ctx.trace.chose("llm_models_root", DEFAULT_MODELS_ROOT, "default")
+
+
+def resolve_home(ctx: Context) -> str:
+    if ctx.is_remote:
+        cwd = ctx.slurm_env.remote_cwd if ctx.slurm_env else None
+        if not cwd:
+            raise BuildError(
+                "home: slurm_env.remote_cwd is not set, so the cluster home is unknown; "
+                "rerun the Slurm probe with remote access so it records remote_cwd"
+            )
+        home = posixpath.dirname(_absolute("slurm_env.remote_cwd", cwd)) or "/"
+        return ctx.trace.chose("home", home, "parent of slurm_env.remote_cwd")
+    home = ctx.environ.get("HOME")
+    if not home:
+        raise BuildError("home: $HOME is not set; set HOME to your home folder")
+    return ctx.trace.chose("home", _absolute("HOME", home), "$HOME")
+
+
+def resolve_project(ctx: Context) -> str:
+    req = ctx.request
+    if ctx.is_remote:
+        if not req.remote_repo_path:
+            raise BuildError(
+                "remote_repo_path is required for remote_slurm (the checkout on the cluster); "
+                "pass the value trtllm-case-executor resolved"
+            )
+        return ctx.trace.chose(
+            "project", _absolute("remote_repo_path", req.remote_repo_path), "remote_repo_path input"
+        )
+    if not req.repo_root:
+        raise BuildError("repo_root is required: pass the TensorRT-LLM checkout folder")
+    return ctx.trace.chose("project", _absolute("repo_root", req.repo_root), "repo_root input")
+
+
+def _models_entries(ctx: Context, root: str) -> tuple[tuple[str, ...], str | None]:
+    req, trace = ctx.request, ctx.trace
+    if req.checkpoint_path:
+        parent = posixpath.dirname(_absolute("checkpoint_path", req.checkpoint_path).rstrip("/"))
+        trace.chose("models mount", f"{parent}:{root}", "parent of checkpoint_path (rule 1)")
+        return (f"{_check_mountable('checkpoint_path', parent)}:{root}",), parent
+    if req.models_path:
+        host = _absolute("models_path", req.models_path)
+        trace.chose("models mount", f"{host}:{root}", "models_path (rule 2)")
+        return (f"{_check_mountable('models_path', host)}:{root}",), host
+    if ctx.slurm_env and ctx.slurm_env.mounts:
+        mounts = tuple(ctx.slurm_env.mounts)
+        trace.chose("models mount", ",".join(mounts), "slurm_env.mounts verbatim (rule 3)")
+        host = next((m.split(":")[0] for m in mounts if m.split(":")[1:2] == [root]), None)
+        return mounts, host
+    repo = req.env_check.default_models_repo
+    rule = "env_check.default_models_repo (rule 4)"
+    if not repo and ctx.env_info is not None:
+        repo = ctx.env_info.default_models_repo_host()
+        rule = "internal-env-info default_models_repo_host (rule 4)"
+    if not repo:
+        raise BuildError(
+            "models mount: none of checkpoint_path, models_path, slurm_env.mounts or "
+            "env_check.default_models_repo is set; pass models_path (the host folder "
+            "holding the models)"
+        )
+    host = _absolute("default_models_repo", repo)
+    trace.chose("models mount", f"{host}:{root}", rule)
+    return (f"{_check_mountable('default_models_repo', host)}:{root}",), host
+
+
+def covered(path: str, sources: list[str]) -> bool:
+    """True when ``path`` lies inside one of the mounted host folders."""
+    return any(path == s or path.startswith(s.rstrip("/") + "/") for s in sources)
+
+
+def resolve_mounts(ctx: Context, custom_script_dir: str | None = None) -> Mounts:
+    root = resolve_models_root(ctx)
+    home = _check_mountable("home", resolve_home(ctx))
+    project = _check_mountable("project", resolve_project(ctx))
+    models, models_host = _models_entries(ctx, root)
+    mounts = Mounts(home, project, models, (), root, models_host)
+    if custom_script_dir and not covered(custom_script_dir, mounts.host_sources()):
+        extra = f"{_check_mountable('custom_script', custom_script_dir)}:{custom_script_dir}"
+        ctx.trace.chose("extra mount", extra, "custom_script folder not under another mount")
+        mounts = Mounts(home, project, models, (extra,), root, models_host)
+    ctx.trace.chose("container_mounts", mounts.joined, "home, project, models[, extra]")
+    return mounts

@@ -1,0 +1,89 @@
+"""Common Slurm parameters of procedure Step 3: partition, account, time, GRES, MPI plugin."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scriptbuilder.errors import BuildError
+from scriptbuilder.resolution.context import Context
+from scriptbuilder.slurm_env import Partition
+
+DEFAULT_TIME_LIMIT = "02:00:00"
+STEP_25 = "trtllm-case-executor did not run Step 2.5 before invoking the script builder"
+
+
+@dataclass(frozen=True)
+class SlurmTarget:
+    partition: str
+    account: str
+    time_limit: str
+    #: GPUs per node of the partition, when known.
+    gpus_per_node: int | None
+    #: True when the partition schedules GPUs as GRES (``gres`` starts with ``gpu:``).
+    gpu_gres: bool
+    #: ``pmix.preferred``, or bare ``pmix`` when unset or the fallback path was taken.
+    mpi_plugin: str
+
+
+def _partition_entry(ctx: Context, name: str) -> Partition | None:
+    env = ctx.slurm_env
+    if env is None or not env.partitions:
+        return None
+    entry = env.partition(name)
+    if entry is None:
+        known = ", ".join(p.name for p in env.partitions)
+        raise BuildError(
+            f"partition {name!r} is not in slurm_env.partitions (known: {known}); pass one of those"
+        )
+    return entry
+
+
+def resolve_slurm_target(ctx: Context) -> SlurmTarget:
+    req, trace = ctx.request, ctx.trace
+    if not req.partition:
+        raise BuildError(
+            f"partition is required for {req.execution_scenario}: {STEP_25}; pass partition"
+        )
+    if not req.account:
+        raise BuildError(
+            f"account is required for {req.execution_scenario}: {STEP_25}; pass account"
+        )
+    trace.chose("partition", req.partition, "partition input")
+    trace.chose("account", req.account, "account input")
+    time_limit = trace.chose(
+        "time_limit",
+        req.time_limit or DEFAULT_TIME_LIMIT,
+        "time_limit input" if req.time_limit else "default",
+    )
+    entry = _partition_entry(ctx, req.partition)
+    gpn = entry.gpus_per_node if entry else None
+    if entry and gpn is None and entry.gres_gpus():
+        gpn = trace.chose("gpus_per_node", entry.gres_gpus(), f"gres {entry.gres} of {entry.name}")
+    elif gpn is not None:
+        trace.chose("gpus_per_node", gpn, f"slurm_env partition {req.partition}")
+    env = ctx.slurm_env
+    fallback = env is None or env.client_tools_missing() or entry is None or entry.arch is None
+    preferred = env.pmix.preferred if env and not fallback else None
+    plugin = trace.chose(
+        "mpi_plugin",
+        preferred or "pmix",
+        "slurm_env pmix.preferred" if preferred else "bare pmix (pmix.preferred unset)",
+    )
+    return SlurmTarget(
+        partition=req.partition,
+        account=req.account,
+        time_limit=time_limit,
+        gpus_per_node=gpn,
+        gpu_gres=bool(entry and entry.uses_gpu_gres()),
+        mpi_plugin=plugin,
+    )
+
+
+def gres_flag(ctx: Context, target: SlurmTarget) -> str | None:
+    """``gpu:<gpus_per_node>`` when the partition uses GPU GRES, else None (no line)."""
+    if target.gpu_gres and target.gpus_per_node:
+        return ctx.trace.chose(
+            "gres", f"gpu:{target.gpus_per_node}", "partition gres starts with gpu:"
+        )
+    ctx.trace.chose("gres", None, "partition gres is (null) or unknown: no --gres line")
+    return None

@@ -1,0 +1,268 @@
+"""Procedure Step 3 per workflow: devices, nodes, tasks, MPI and the workflow object."""
+
+from __future__ import annotations
+
+import math
+import posixpath
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from scriptbuilder.errors import BuildError
+from scriptbuilder.job import TaskShape
+from scriptbuilder.render import quote_literal
+from scriptbuilder.resolution.context import Context
+from scriptbuilder.resolution.mounts import Mounts
+from scriptbuilder.workflows.base import Workflow
+
+if TYPE_CHECKING:
+    from scriptbuilder.command_args import FlagValue
+
+MAX_DEVICES = 8
+
+
+@dataclass(frozen=True)
+class Workload:
+    workflow: Workflow
+    model_name: str
+    required_devices: int
+    node_count: int
+    shape: TaskShape
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """GPUs per node of the target, and GPUs available (local_docker)."""
+
+    gpus_per_node: int | None
+    available: int | None
+    mpi_plugin: str
+
+
+class EvalNeedsPerfSanity(Exception):
+    """Eval's world size exceeds one node: take the perf-sanity path instead."""
+
+    def __init__(self, world_size: int, gpus_per_node: int, model_name: str) -> None:
+        super().__init__(f"eval world size {world_size} exceeds gpus_per_node {gpus_per_node}")
+        self.world_size = world_size
+        self.gpus_per_node = gpus_per_node
+        self.model_name = model_name
+
+
+def _require(value: str | None, name: str, workflow: str) -> str:
+    if not value or not value.strip():
+        raise BuildError(f"{name} is required for workflow_type {workflow}; pass {name}")
+    return value
+
+
+def _model_name(ctx: Context, derived: str | None, rule: str) -> str:
+    req = ctx.request
+    if req.model_name:
+        name = req.model_name
+        ctx.trace.chose("model_name", name, "model_name input")
+    elif derived:
+        name = ctx.trace.chose("model_name", derived, rule)
+    else:
+        raise BuildError(
+            f"model_name is required for workflow_type {req.workflow_type} (it names the job "
+            "and the script); pass model_name"
+        )
+    if not all(c.isalnum() or c in "._-" for c in name):
+        raise BuildError(
+            f"model_name {name!r} may hold only letters, digits, '.', '_' and '-' (it names "
+            "files and the job); pass a simpler model_name"
+        )
+    return name
+
+
+def _check_limit(devices: int, what: str) -> None:
+    if devices > MAX_DEVICES:
+        raise BuildError(
+            f"required_devices = {devices} exceeds the maximum of {MAX_DEVICES} GPUs for {what}; "
+            f"reduce required_devices to at most {MAX_DEVICES}"
+        )
+
+
+def _search_roots(repo_root: str | None) -> list[Path]:
+    if not repo_root:
+        return []
+    root = Path(repo_root)
+    return [
+        root / "tests" / "integration" / "defs",
+        root / "tests" / "unittest",
+        root / "tests",
+        root,
+    ]
+
+
+def resolve_pytest(ctx: Context, cap: Capacity) -> Workload:
+    from scriptbuilder.test_inspect import required_devices
+    from scriptbuilder.workflows.pytest_workflow import PytestWorkflow
+
+    req, trace = ctx.request, ctx.trace
+    test_cmd = _require(req.test_cmd, "test_cmd", "pytest")
+    found = required_devices(test_cmd, _search_roots(req.repo_root))
+    for warning in found.warnings:
+        trace.warn(warning)
+    if found.requirement is not None:
+        devices = trace.chose(
+            "required_devices", found.requirement.devices, found.requirement.source
+        )
+    else:
+        devices = trace.chose(
+            "required_devices",
+            req.required_devices or 1,
+            "required_devices input" if req.required_devices else "default",
+        )
+    limit = cap.gpus_per_node if ctx.is_slurm else cap.available
+    if limit is not None and devices > limit:
+        where = f"partition {req.partition}" if ctx.is_slurm else "this machine"
+        raise BuildError(
+            f"required_devices = {devices} exceeds the {limit} GPUs per node of {where}, and "
+            "pytest does not support multi-node execution; choose a partition with more GPUs "
+            "per node or a test that needs fewer"
+        )
+    _check_limit(devices, "pytest")
+    if req.node_count is not None and req.node_count > 1:
+        raise BuildError(
+            f"node_count = {req.node_count}, but pytest is always single-node; pass node_count 1"
+        )
+    name = _model_name(ctx, None, "")
+    trace.chose("nodes/ntasks", "1/1", "pytest: single node, one task")
+    return Workload(PytestWorkflow(test_cmd), name, devices, 1, TaskShape(1, 1, 1, None))
+
+
+def _gpus_per_node(ctx: Context, cap: Capacity, override: int | None, flag: str) -> int:
+    if override is not None:
+        return ctx.trace.chose("gpus_per_node", override, f"{flag} in the command")
+    if cap.gpus_per_node is None:
+        where = (
+            f"slurm_env partition {ctx.request.partition} has no gpus_per_node"
+            if ctx.is_slurm
+            else "env_check.gpus_per_node is not set"
+        )
+        raise BuildError(
+            f"gpus_per_node is unknown ({where}); pass env_check.gpus_per_node "
+            "or fix the Slurm probe output"
+        )
+    return cap.gpus_per_node
+
+
+def _rewrite_model(ctx: Context, cmd: str, model: FlagValue, mounts: Mounts) -> str:
+    """Point a Hugging Face id at its folder under the models mount, when found."""
+    from scriptbuilder.command_args import replace_flag_value
+    from scriptbuilder.model_lookup import find_model_dir
+
+    value = model.value
+    name = value.rstrip("/").rsplit("/", 1)[-1]
+    host = mounts.models_host
+    found = find_model_dir(Path(host), name) if host and Path(host).is_dir() else None
+    if found is None:
+        ctx.trace.warn(
+            f"model {value!r} was not found under the models mount "
+            f"({host or 'host folder unknown'}, depth 3); trtllm-eval will try to download it "
+            "from Hugging Face"
+        )
+        return cmd
+    rel = found.relative_to(host).as_posix()  # type: ignore[arg-type]
+    target = posixpath.join(mounts.models_root, rel)
+    ctx.trace.chose("--model", target, f"Hugging Face id {value} found at {found}")
+    return replace_flag_value(cmd, model, quote_literal(target))
+
+
+def resolve_eval(ctx: Context, cap: Capacity, mounts: Mounts) -> Workload:
+    from scriptbuilder.command_args import (
+        CommandArgError,
+        is_hf_model_id,
+        model_name_from,
+        parse_eval_cmd,
+    )
+    from scriptbuilder.workflows.eval import EvalWorkflow
+
+    req, trace = ctx.request, ctx.trace
+    cmd = _require(req.eval_cmd, "eval_cmd", "eval")
+    try:
+        args = parse_eval_cmd(cmd)
+    except (CommandArgError, ValueError) as exc:
+        raise BuildError(str(exc)) from None
+    world = trace.chose(
+        "required_devices",
+        args.tp_size * args.pp_size,
+        f"--tp_size {args.tp_size} x --pp_size {args.pp_size}",
+    )
+    model = args.model
+    derived = model_name_from(model.value) if model else None
+    name = _model_name(ctx, derived, "last component of --model")
+    gpn = _gpus_per_node(ctx, cap, args.gpus_per_node, "--gpus_per_node")
+    if world > gpn:
+        raise EvalNeedsPerfSanity(world, gpn, name)
+    if model and model.literal and is_hf_model_id(model.value):
+        cmd = _rewrite_model(ctx, cmd, model, mounts)
+    mpi = cap.mpi_plugin if ctx.is_slurm else None
+    trace.chose("workload mpi", mpi, "eval: always the pmix plugin (trtllm-eval inits MPI)")
+    shape = TaskShape(1, world, world, mpi)
+    return Workload(EvalWorkflow(cmd), name, world, 1, shape)
+
+
+def resolve_bench(ctx: Context, cap: Capacity) -> Workload:
+    from scriptbuilder.command_args import CommandArgError, model_name_from, parse_bench_cmd
+    from scriptbuilder.workflows.bench import BenchWorkflow
+
+    req, trace = ctx.request, ctx.trace
+    cmd = _require(req.bench_cmd, "bench_cmd", "bench")
+    try:
+        args = parse_bench_cmd(cmd)
+    except (CommandArgError, ValueError) as exc:
+        raise BuildError(str(exc)) from None
+    world = trace.chose("required_devices", args.tp * args.pp, f"--tp {args.tp} x --pp {args.pp}")
+    source = args.model or args.model_path
+    derived = model_name_from(source.value) if source else None
+    name = _model_name(ctx, derived, "--model/--model_path of trtllm-bench")
+    gpn = _gpus_per_node(ctx, cap, None, "")
+    if world > gpn:
+        raise BuildError(
+            f"bench world size {world} (tp {args.tp} x pp {args.pp}) exceeds gpus_per_node "
+            f"{gpn}: multi-node trtllm-bench is not supported; lower --tp/--pp"
+        )
+    mpi = cap.mpi_plugin if ctx.is_slurm and world > 1 else None
+    trace.chose("workload mpi", mpi, "bench: the pmix plugin when world size > 1")
+    shape = TaskShape(1, world, world, mpi)
+    return Workload(BenchWorkflow(args.prep_cmd, args.run_cmd), name, world, 1, shape)
+
+
+def resolve_custom(ctx: Context, cap: Capacity, mounts: Mounts, run_script: str | None) -> Workload:
+    from scriptbuilder.workflows.custom import CustomWorkflow
+
+    req, trace = ctx.request, ctx.trace
+    if req.custom_script:
+        command = trace.chose(
+            "custom command", f"bash {quote_literal(req.custom_script)}", "bash <custom_script>"
+        )
+    else:
+        command = _require(req.custom_cmd, "custom_cmd (or custom_script)", "custom")
+    devices = trace.chose(
+        "required_devices",
+        req.required_devices or 1,
+        "required_devices input" if req.required_devices else "default",
+    )
+    _check_limit(devices, "custom commands")
+    gpn = _gpus_per_node(ctx, cap, None, "")
+    nodes = trace.chose(
+        "node_count", math.ceil(devices / gpn), f"ceil({devices} / gpus_per_node {gpn})"
+    )
+    if nodes > 1:
+        raise BuildError(
+            f"required_devices = {devices} requires {nodes} nodes (gpus_per_node = {gpn}), but "
+            f"custom commands are limited to 1 node; reduce required_devices to at most {gpn}"
+        )
+    name = _model_name(ctx, None, "")
+    mpi = cap.mpi_plugin if ctx.is_slurm and nodes > 1 else None
+    workflow = CustomWorkflow(
+        command,
+        custom_env=req.custom_env or "",
+        custom_workdir=mounts.project,
+        project_path=mounts.project,
+        run_script=run_script,
+    )
+    shape = TaskShape(nodes, devices, devices // nodes, mpi)
+    return Workload(workflow, name, devices, nodes, shape)
