@@ -24,8 +24,8 @@ class SlurmParams(BaseModel):
 
 
 class JobSpec(BaseModel):
-    """Every resolved value an executor needs. Scenario-specific fields are
-    present only for their scenario (null-free: absent fields are omitted)."""
+    """Every resolved value an executor needs. Scenario-specific top-level fields
+    are present only for their scenario (omitted rather than null)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -57,5 +57,5 @@ class JobSpec(BaseModel):
     def to_json(self) -> str:
         import json
 
-        data = self.model_dump(mode="json", exclude_none=True)
+        data = {k: v for k, v in self.model_dump(mode="json").items() if v is not None}
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

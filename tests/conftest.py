@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+from tests.build_env import BuildEnv, make_build_env
+from tests.slurm_cluster.fixtures import slurm_cluster, standin_record  # noqa: F401
 
 
 class _TextSnapshot(SingleFileSnapshotExtension):
@@ -38,3 +43,9 @@ def json_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
 @pytest.fixture
 def text_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
     return snapshot.use_extension(TextSnapshot)
+
+
+@pytest.fixture
+def build_env(tmp_path: Path) -> BuildEnv:
+    """A checkout, a work_dir with slurm_env.json and request defaults (tests/build_env.py)."""
+    return make_build_env(tmp_path)

@@ -72,10 +72,10 @@ def resolve_home(ctx: Context) -> str:
             )
         home = posixpath.dirname(_absolute("slurm_env.remote_cwd", cwd)) or "/"
         return ctx.trace.chose("home", home, "parent of slurm_env.remote_cwd")
-    home = ctx.environ.get("HOME")
-    if not home:
+    local_home = ctx.environ.get("HOME")
+    if not local_home:
         raise BuildError("home: $HOME is not set; set HOME to your home folder")
-    return ctx.trace.chose("home", _absolute("HOME", home), "$HOME")
+    return ctx.trace.chose("home", _absolute("HOME", local_home), "$HOME")
 
 
 def resolve_project(ctx: Context) -> str:
@@ -107,8 +107,8 @@ def _models_entries(ctx: Context, root: str) -> tuple[tuple[str, ...], str | Non
     if ctx.slurm_env and ctx.slurm_env.mounts:
         mounts = tuple(ctx.slurm_env.mounts)
         trace.chose("models mount", ",".join(mounts), "slurm_env.mounts verbatim (rule 3)")
-        host = next((m.split(":")[0] for m in mounts if m.split(":")[1:2] == [root]), None)
-        return mounts, host
+        found = next((m.split(":")[0] for m in mounts if m.split(":")[1:2] == [root]), None)
+        return mounts, found
     repo = req.env_check.default_models_repo
     rule = "env_check.default_models_repo (rule 4)"
     if not repo and ctx.env_info is not None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -18,7 +20,7 @@ class Trace:
     choices: list[Choice] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
-    def chose(self, name: str, value: Any, rule: str) -> Any:
+    def chose(self, name: str, value: T, rule: str) -> T:
         """Record ``value`` for ``name`` with the rule that chose it; returns ``value``."""
         self.choices.append(Choice(name, value, rule))
         return value

@@ -1,0 +1,132 @@
+"""The container image from TensorRT-LLM's image-tags properties file (procedure Step 1)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = [
+    "ARCH_KEYS",
+    "find_properties_file",
+    "image_for_arch",
+    "normalize_arch",
+    "read_properties",
+]
+
+# Architecture (as ``uname -m`` / Slurm report it, normalized) -> properties key.
+ARCH_KEYS: dict[str, str] = {
+    "aarch64": "LLM_SBSA_DOCKER_IMAGE",
+    "x86_64": "LLM_DOCKER_IMAGE",
+}
+
+_ARCH_ALIASES = {
+    "arm64": "aarch64",
+    "aarch64": "aarch64",
+    "sbsa": "aarch64",
+    "amd64": "x86_64",
+    "x86_64": "x86_64",
+    "x86-64": "x86_64",
+    "x64": "x86_64",
+}
+
+_CANONICAL = Path("jenkins") / "current_image_tags.properties"
+_SEARCH_DIRS = ("jenkins", ".ci", "ci")
+_SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv"})
+_MAX_DEPTH = 3
+
+
+def normalize_arch(arch: str) -> str:
+    """``arm64``/``sbsa`` -> ``aarch64``, ``amd64``/``x64`` -> ``x86_64``; others lower-cased."""
+    key = arch.strip().lower()
+    return _ARCH_ALIASES.get(key, key)
+
+
+def _matches(name: str) -> bool:
+    return "image_tags" in name and name.endswith(".properties")
+
+
+def _search(top: Path, max_depth: int, skip: frozenset[str]) -> Path | None:
+    """Breadth-first, each level in sorted name order; files at depth 1..max_depth."""
+    level = [top]
+    for depth in range(1, max_depth + 1):
+        deeper: list[Path] = []
+        for folder in level:
+            try:
+                with os.scandir(folder) as it:
+                    entries = sorted(it, key=lambda entry: entry.name)
+            except OSError:
+                continue
+            for entry in entries:
+                try:
+                    if entry.is_file() and _matches(entry.name):
+                        return Path(entry.path)
+                    if (
+                        depth < max_depth
+                        and entry.name not in skip
+                        and entry.is_dir(follow_symlinks=False)
+                    ):
+                        deeper.append(Path(entry.path))
+                except OSError:
+                    continue
+        level = deeper
+    return None
+
+
+def find_properties_file(repo_root: Path) -> Path | None:
+    """``jenkins/current_image_tags.properties``, else the first ``*image_tags*.properties``.
+
+    The search is breadth-first to depth 3 in sorted order, under ``jenkins/``,
+    ``.ci/``, ``ci/`` in that order, then under the repository root (skipping
+    those three and ``.git``-like folders).  Shallower files win within a folder.
+    """
+    root = Path(repo_root)
+    canonical = root / _CANONICAL
+    if canonical.is_file():
+        return canonical
+    for name in _SEARCH_DIRS:
+        folder = root / name
+        if folder.is_dir():
+            found = _search(folder, _MAX_DEPTH, _SKIP_DIRS)
+            if found is not None:
+                return found
+    if root.is_dir():
+        return _search(root, _MAX_DEPTH, _SKIP_DIRS | frozenset(_SEARCH_DIRS))
+    return None
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """``KEY=VALUE`` lines; ``#``/``!`` comments and blank lines skipped.
+
+    Key and value are stripped, a value's matching surrounding quotes removed,
+    and a leading ``export`` (the file is also sourced by ``sh``) ignored.  A
+    ``#`` inside a value is kept (``nvcr.io#nvidia/...`` is a valid image).
+    Lines without ``=`` are ignored; a repeated key keeps its last value.
+    """
+    props: dict[str, str] = {}
+    for raw in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            continue
+        key = key.strip()
+        if key.startswith("export ") or key.startswith("export\t"):
+            key = key[len("export") :].strip()
+        if key:
+            props[key] = _unquote(value.strip())
+    return props
+
+
+def image_for_arch(props: dict[str, str], arch: str) -> str | None:
+    """The image for ``arch`` by its exact key (``LLM_SBSA_DOCKER_IMAGE_12_9`` never matches)."""
+    key = ARCH_KEYS.get(normalize_arch(arch))
+    if key is None:
+        return None
+    return props.get(key) or None

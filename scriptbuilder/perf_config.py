@@ -1,0 +1,317 @@
+"""Perf-sanity / benchmark config YAMLs: GPUs, nodes, accuracy variant, test ids.
+
+What TensorRT-LLM's ``jenkins/scripts/perf/local/submit.py`` derives from the
+config, computed here only to report and check it (submit.py stays the source of
+truth for the job it writes):
+
+* aggregated (``server_configs[]``): a server needs ``tp * pp * cp`` GPUs
+  (``tensor_parallel_size``, ``pipeline_parallel_size``, ``context_parallel_size``;
+  pp and cp default to 1) on ``ceil(gpus / hardware.gpus_per_node)`` nodes;
+* disaggregated (``worker_config.ctx/gen`` or ``hardware.num_ctx_servers``):
+  ``num_ctx_servers * ctx + num_gen_servers * gen`` GPUs on
+  ``num_ctx_servers * ceil(ctx / gpn) + num_gen_servers * ceil(gen / gpn)`` nodes
+  (server counts default to 1).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "PerfConfig",
+    "PerfConfigError",
+    "PerfTestId",
+    "Topology",
+    "derive_accuracy_config",
+    "load_perf_config",
+    "parse_perf_test_id",
+]
+
+
+class PerfConfigError(ValueError):
+    """A config YAML that cannot be used; the message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class Topology:
+    devices: int
+    nodes: int
+    detail: str
+
+
+def _load_yaml(text: str) -> Any:
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(text, Loader=loader)  # a safe loader: CSafeLoader or SafeLoader
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+@dataclass
+class PerfConfig:
+    path: Path
+    gpus_per_node: int
+    disaggregated: bool
+    server_names: list[str]
+    accuracy_enabled: bool
+    raw: dict[str, Any] = field(repr=False)
+
+    def _int(self, mapping: dict[str, Any], key: str, where: str, default: int | None) -> int:
+        value = mapping.get(key, default)
+        if value is None and default is not None:
+            value = default
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise PerfConfigError(
+                f"{self.path}: {where}.{key} must be a non-negative integer, got {value!r};"
+                " fix the config YAML"
+            )
+        return value
+
+    def _parallel(self, mapping: dict[str, Any], where: str) -> tuple[int, str]:
+        tp = self._int(mapping, "tensor_parallel_size", where, 1)
+        pp = self._int(mapping, "pipeline_parallel_size", where, 1)
+        cp = self._int(mapping, "context_parallel_size", where, 1)
+        return tp * pp * cp, f"tp{tp}*pp{pp}*cp{cp}"
+
+    def _servers(self) -> list[dict[str, Any]]:
+        servers = self.raw.get("server_configs")
+        if not isinstance(servers, list) or not servers:
+            raise PerfConfigError(
+                f"{self.path}: no server_configs list (aggregated) and no worker_config.ctx/gen"
+                " (disaggregated); fix the config YAML"
+            )
+        out = []
+        for i, server in enumerate(servers):
+            if not isinstance(server, dict):
+                raise PerfConfigError(
+                    f"{self.path}: server_configs[{i}] is not a mapping; fix the config YAML"
+                )
+            out.append(server)
+        return out
+
+    def topology(self, server_name: str | None = None) -> Topology:
+        """GPUs and nodes for one aggregated server, or the whole disaggregated setup.
+
+        Aggregated: the named server; with no name, the only server or, when
+        there are several, the largest (``submit.py`` runs them one by one).
+        Disaggregated: ``server_name`` is ignored.
+        """
+        gpn = self.gpus_per_node
+        if self.disaggregated:
+            return self._disagg_topology()
+        servers = self._servers()
+        names = [str(server.get("name", "")) for server in servers]
+        if server_name is not None:
+            if server_name not in names:
+                raise PerfConfigError(
+                    f"{self.path}: no server_configs entry named {server_name!r}"
+                    f" (known: {', '.join(names)}); use one of those names"
+                )
+            chosen = [servers[names.index(server_name)]]
+        else:
+            chosen = servers
+        best: Topology | None = None
+        for server in chosen:
+            name = str(server.get("name", ""))
+            devices, formula = self._parallel(server, f"server_configs[{name}]")
+            nodes = math.ceil(devices / gpn)
+            detail = (
+                f"server {name}: {formula} = {devices} GPUs, {gpn} GPUs/node -> {nodes} node(s)"
+            )
+            if best is None or devices > best.devices:
+                best = Topology(devices, nodes, detail)
+        assert best is not None
+        if server_name is None and len(chosen) > 1:
+            best = Topology(best.devices, best.nodes, f"largest of {len(chosen)}: {best.detail}")
+        return best
+
+    def _disagg_topology(self) -> Topology:
+        gpn = self.gpus_per_node
+        hardware = self.raw.get("hardware") or {}
+        workers = self.raw.get("worker_config")
+        if not isinstance(workers, dict):
+            raise PerfConfigError(
+                f"{self.path}: disaggregated config without a worker_config mapping;"
+                " add worker_config.ctx and worker_config.gen"
+            )
+        parts: list[str] = []
+        devices = nodes = 0
+        for role, count_key in (("ctx", "num_ctx_servers"), ("gen", "num_gen_servers")):
+            count = self._int(hardware, count_key, "hardware", 1)
+            worker = workers.get(role)
+            if count == 0:
+                parts.append(f"0 {role}")
+                continue
+            if not isinstance(worker, dict):
+                raise PerfConfigError(
+                    f"{self.path}: worker_config.{role} is missing or not a mapping"
+                    f" (hardware.{count_key} = {count}); add it or set {count_key}: 0"
+                )
+            per, formula = self._parallel(worker, f"worker_config.{role}")
+            per_nodes = math.ceil(per / gpn)
+            devices += count * per
+            nodes += count * per_nodes
+            parts.append(f"{count} {role} x {formula} = {per} GPUs on {per_nodes} node(s)")
+        detail = f"disaggregated: {'; '.join(parts)}; {gpn} GPUs/node -> {devices} GPUs, {nodes}"
+        return Topology(devices, nodes, detail + " node(s)")
+
+
+def load_perf_config(path: Path) -> PerfConfig:
+    """Read and check a perf-sanity config YAML (errors are one-line ``PerfConfigError``)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PerfConfigError(
+            f"{path}: config YAML not found; pass an existing perf_config_yaml"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PerfConfigError(
+            f"{path}: cannot read config YAML ({_one_line(exc)}); check the path and permissions"
+        ) from None
+    import yaml
+
+    try:
+        data = _load_yaml(text)
+    except yaml.YAMLError as exc:
+        raise PerfConfigError(
+            f"{path}: not valid YAML ({_one_line(exc)}); fix the file's syntax"
+        ) from None
+    if not isinstance(data, dict):
+        raise PerfConfigError(
+            f"{path}: top level is {type(data).__name__}, not a mapping;"
+            " a perf config YAML is a mapping with hardware, server_configs or worker_config"
+        )
+    hardware = data.get("hardware")
+    gpn = hardware.get("gpus_per_node") if isinstance(hardware, dict) else None
+    if isinstance(gpn, bool) or not isinstance(gpn, int) or gpn < 1:
+        found = "missing" if gpn is None else f"{gpn!r}"
+        raise PerfConfigError(
+            f"{path}: hardware.gpus_per_node is {found}; add hardware: {{gpus_per_node: N}}"
+            " (a positive integer)"
+        )
+    workers = data.get("worker_config")
+    disaggregated = (isinstance(workers, dict) and ("ctx" in workers or "gen" in workers)) or (
+        isinstance(hardware, dict) and "num_ctx_servers" in hardware
+    )
+    servers = data.get("server_configs")
+    names = (
+        [str(s.get("name", "")) for s in servers if isinstance(s, dict)]
+        if isinstance(servers, list) and not disaggregated
+        else []
+    )
+    accuracy = data.get("accuracy")
+    flag = accuracy.get("enable_accuracy_test") if isinstance(accuracy, dict) else None
+    enabled = flag is True or (isinstance(flag, str) and flag.strip().lower() == "true")
+    return PerfConfig(path, gpn, disaggregated, names, enabled, data)
+
+
+def derive_accuracy_config(base: Path) -> str:
+    """YAML text of ``base`` with ``accuracy.enable_accuracy_test: true`` (deterministic)."""
+    import yaml
+
+    config = load_perf_config(base)
+    data = copy.deepcopy(config.raw)
+    accuracy = data.get("accuracy")
+    if accuracy is None:
+        accuracy = data["accuracy"] = {}
+    if not isinstance(accuracy, dict):
+        raise PerfConfigError(
+            f"{config.path}: accuracy is {type(accuracy).__name__}, not a mapping;"
+            " make it a mapping (accuracy: {enable_accuracy_test: true, ...})"
+        )
+    accuracy["enable_accuracy_test"] = True
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+# --------------------------------------------------------------------------
+# Perf-sanity test ids
+# --------------------------------------------------------------------------
+
+AGGREGATED_CONFIG_DIR = "tests/scripts/perf-sanity/aggregated"
+DISAGGREGATED_CONFIG_DIR = "tests/scripts/perf-sanity/disaggregated"
+
+_TEST_ID = re.compile(r"test_perf_sanity\.py::test_e2e\[(?P<body>[^\]]+)\]")
+_TIMEOUT_SUFFIX = re.compile(r"\s+TIMEOUT\s*\(\d+\)\s*$")
+
+
+@dataclass(frozen=True)
+class PerfTestId:
+    """``perf/test_perf_sanity.py::test_e2e[<prefix>-...]`` taken apart.
+
+    ``kind`` is ``aggr`` or ``disagg`` (the prefix without ``_upload``);
+    ``mode`` is ``e2e``/``gen_only`` for ``disagg-<mode>-<stem>``, ``ctx_only``
+    for ``aggr-ctx_only-<stem>`` and None for plain ``aggr-<stem>[-<server>]``.
+    """
+
+    kind: str
+    mode: str | None
+    config_stem: str
+    server_name: str | None
+    upload: bool
+    label: str  # the text between the brackets
+
+    @property
+    def config_dir(self) -> str:
+        """Folder of the config YAML, relative to the TensorRT-LLM root."""
+        if self.kind == "aggr" and self.mode != "ctx_only":
+            return AGGREGATED_CONFIG_DIR
+        return DISAGGREGATED_CONFIG_DIR
+
+    @property
+    def config_file(self) -> str:
+        return f"{self.config_dir}/{self.config_stem}.yaml"
+
+
+def _stem_exists(stem: str, dirs: list[Path]) -> bool:
+    return any((d / f"{stem}{ext}").is_file() for d in dirs for ext in (".yaml", ".yml"))
+
+
+def parse_perf_test_id(test: str, config_dirs: list[Path] | None = None) -> PerfTestId | None:
+    """Parse a perf-sanity test id; None when ``test`` is not one.
+
+    Aggregated e2e ids are ``aggr-<stem>`` or ``aggr-<stem>-<server>``, and both
+    parts may contain ``-``.  With ``config_dirs``, the longest prefix of
+    ``<stem>-<server>`` that names an existing ``<prefix>.yaml``/``.yml`` in one
+    of the folders is the stem (the rest, if any, the server name).  Without
+    folders, or when no prefix exists as a file, the text is split at its last
+    ``-`` (no ``-``: a stem without a server name).  Other forms carry no server
+    name, so their whole remainder is the stem.  A trailing ``TIMEOUT (N)`` is
+    ignored.
+    """
+    match = _TEST_ID.search(_TIMEOUT_SUFFIX.sub("", test.strip()))
+    if match is None:
+        return None
+    label = match.group("body")
+    prefix, sep, rest = label.partition("-")
+    if not sep or not rest:
+        return None
+    upload = prefix.endswith("_upload")
+    kind = prefix.removesuffix("_upload")
+    if kind not in ("aggr", "disagg"):
+        return None
+    if kind == "disagg":
+        mode, sep, stem = rest.partition("-")
+        if mode in ("e2e", "gen_only") and sep and stem:
+            return PerfTestId(kind, mode, stem, None, upload, label)
+        return PerfTestId(kind, None, rest, None, upload, label)  # older ids: no mode
+    if rest.startswith("ctx_only-") and len(rest) > len("ctx_only-"):
+        return PerfTestId(kind, "ctx_only", rest[len("ctx_only-") :], None, upload, label)
+    if config_dirs:
+        cuts = [len(rest)] + [i for i in range(len(rest) - 1, 0, -1) if rest[i] == "-"]
+        for cut in cuts:
+            if _stem_exists(rest[:cut], config_dirs):
+                server = rest[cut + 1 :] or None
+                return PerfTestId(kind, None, rest[:cut], server, upload, label)
+    stem, sep, server = rest.rpartition("-")
+    if not sep or not stem or not server:
+        return PerfTestId(kind, None, rest, None, upload, label)
+    return PerfTestId(kind, None, stem, server, upload, label)

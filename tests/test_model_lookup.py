@@ -1,0 +1,171 @@
+"""scriptbuilder.model_lookup: bounded breadth-first search for a model folder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from scriptbuilder import model_lookup
+from scriptbuilder.model_lookup import find_model_dir
+
+TREE = [
+    "llama-3.1-model/Llama-3.1-8B-Instruct/",
+    "llama-3.1-model/Meta-Llama-3.1-8B/",
+    "Qwen3/Qwen3-8B/",
+    "Qwen3/qwen3-8b-fp8/",
+    "a/b/c/Deep-Model/",  # depth 4
+    "a/Mid-Model/",
+    "b/Mid-Model/",  # same depth as a/Mid-Model: sorted order wins
+    "z-Mid-Model/",
+    "Shallow/",
+    "nested/Shallow/",  # deeper than Shallow/
+    "files/Not-A-Dir",  # a file with a model's name
+]
+
+
+@pytest.fixture
+def models(tmp_path: Path) -> Path:
+    for item in TREE:
+        path = tmp_path / item
+        if item.endswith("/"):
+            path.mkdir(parents=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("name", "max_depth", "expected"),
+    [
+        ("Llama-3.1-8B-Instruct", 3, "llama-3.1-model/Llama-3.1-8B-Instruct"),
+        ("llama-3.1-8b-instruct", 3, "llama-3.1-model/Llama-3.1-8B-Instruct"),  # any case
+        ("LLAMA-3.1-MODEL", 3, "llama-3.1-model"),
+        ("Qwen3-8B", 3, "Qwen3/Qwen3-8B"),
+        ("qwen3-8b-FP8", 3, "Qwen3/qwen3-8b-fp8"),
+        ("Mid-Model", 3, "a/Mid-Model"),  # tie at depth 2: first in sorted order
+        ("Shallow", 3, "Shallow"),  # shallowest wins
+        ("Deep-Model", 3, None),  # depth 4 is beyond the bound
+        ("Deep-Model", 4, "a/b/c/Deep-Model"),
+        ("Llama-3.1-8B-Instruct", 1, None),
+        ("Not-A-Dir", 3, None),  # files never match
+        ("missing", 3, None),
+        ("", 3, None),
+        ("Shallow", 0, None),
+    ],
+)
+def test_find_model_dir(models: Path, name: str, max_depth: int, expected: str | None) -> None:
+    found = find_model_dir(models, name, max_depth)
+    assert found == (models / expected if expected is not None else None)
+
+
+def test_missing_root(tmp_path: Path) -> None:
+    assert find_model_dir(tmp_path / "nope", "x") is None
+
+
+def test_result_is_under_root_for_relative_to(models: Path) -> None:
+    found = find_model_dir(models, "Qwen3-8B")
+    assert found is not None
+    assert found.relative_to(models).as_posix() == "Qwen3/Qwen3-8B"
+
+
+def test_symlinks_are_followed_and_cycles_guarded(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "Linked-Model").mkdir(parents=True)
+    root = tmp_path / "root"
+    (root / "a").mkdir(parents=True)
+    (root / "link").symlink_to(elsewhere)
+    (root / "a" / "loop").symlink_to(root)  # a cycle back to the root
+    (root / "a" / "loop2").symlink_to(root / "a")
+    assert find_model_dir(root, "Linked-Model") == root / "link" / "Linked-Model"
+    listed: list[str] = []
+    original = os.scandir
+
+    def counting(path: str) -> Iterator[os.DirEntry[str]]:
+        listed.append(str(path))
+        return original(path)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(model_lookup.os, "scandir", counting)
+        assert find_model_dir(root, "nothing", max_depth=6) is None
+    # each real folder is listed once despite the loops
+    assert sorted(Path(p).name for p in listed) == ["Linked-Model", "a", "link", "root"]
+
+
+def test_unreadable_folders_are_skipped(models: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    original = os.scandir
+
+    def flaky(path: str) -> Iterator[os.DirEntry[str]]:
+        if Path(path).name == "a":
+            raise PermissionError(13, "Permission denied", path)
+        return original(path)
+
+    monkeypatch.setattr(model_lookup.os, "scandir", flaky)
+    assert find_model_dir(models, "Mid-Model") == models / "b" / "Mid-Model"
+
+
+def test_last_level_is_never_listed(models: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    listed: list[str] = []
+    original = os.scandir
+
+    def counting(path: str) -> Iterator[os.DirEntry[str]]:
+        listed.append(str(path))
+        return original(path)
+
+    monkeypatch.setattr(model_lookup.os, "scandir", counting)
+    assert find_model_dir(models, "missing", max_depth=2) is None
+    depths = {len(Path(p).relative_to(models).parts) for p in listed}
+    assert depths == {0, 1}  # root and depth-1 folders only
+
+
+def _make_dirs(parent: Path, count: int, start: int = 0) -> None:
+    parent.mkdir(parents=True, exist_ok=True)
+    for i in range(start, start + count):
+        os.mkdir(parent / f"deep{i:06d}")
+
+
+def _search_time(root: Path) -> float:
+    best = float("inf")
+    for _ in range(15):
+        start = time.perf_counter()
+        assert find_model_dir(root, "no-such-model") is None
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+@pytest.fixture(scope="session")
+def scaling_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    # tmpfs makes creating and removing 110k folders ~15x cheaper than a disk
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        root = Path(tempfile.mkdtemp(prefix="scriptbuilder-models-", dir=shm))
+    else:
+        root = tmp_path_factory.mktemp("models_scaling")
+    for a in range(10):  # 10 + 100 + 1,000 folders in the first three levels
+        for b in range(10):
+            for c in range(10):
+                (root / f"l1_{a}" / f"l2_{b}" / f"l3_{c}").mkdir(parents=True)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_cost_does_not_grow_with_deep_folders(scaling_root: Path) -> None:
+    # Deep folders sit below a few level-3 folders, which are never listed.
+    hosts = [scaling_root / "l1_0" / "l2_0" / f"l3_{c}" for c in range(10)]
+    for host in hosts:
+        _make_dirs(host, 1_000)  # 10k deep folders
+    small = _search_time(scaling_root)
+    for host in hosts:
+        _make_dirs(host, 9_000, start=1_000)  # 100k deep folders
+    large = _search_time(scaling_root)
+    print(f"search: 10k deep folders {small * 1000:.2f} ms, 100k {large * 1000:.2f} ms")
+    assert large <= 1.5 * small + 0.002  # +2 ms absorbs timer noise on tiny values
+    (hosts[-1] / "deep000042" / "Found-Me").mkdir()
+    assert find_model_dir(scaling_root, "Found-Me", max_depth=5) is not None
+    assert find_model_dir(scaling_root, "Found-Me") is None

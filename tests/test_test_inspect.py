@@ -1,0 +1,503 @@
+"""scriptbuilder.test_inspect: GPU requirements read from TensorRT-LLM-like test files."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from scriptbuilder import test_inspect
+from scriptbuilder.test_inspect import (
+    DeviceRequirement,
+    TestId,
+    is_perf_sanity,
+    parse_test_ids,
+    required_devices,
+)
+
+REPO = Path(__file__).parent / "data" / "trtllm_repo"
+ROOTS = [REPO / "tests/integration/defs", REPO / "tests/unittest", REPO, REPO / "tests"]
+ACC = "accuracy/test_llm_api_pytorch.py"
+AR = "_torch/multi_gpu/test_allreduce.py"
+MOE = "tests/unittest/_torch/test_moe.py"
+
+
+@pytest.fixture
+def outline_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail if the whole-file ast fallback is used: the outline must suffice."""
+
+    def refuse(text: str, filename: str) -> test_inspect._Scope:
+        raise AssertionError(f"whole-file parse of {filename}")
+
+    monkeypatch.setattr(test_inspect, "_ast_module", refuse)
+
+
+# ---------------------------------------------------------------- parsing
+
+
+@pytest.mark.parametrize(
+    ("cmd", "expected"),
+    [
+        ("pytest a/test_x.py", [TestId("a/test_x.py")]),
+        ("pytest a/test_x.py::test_f", [TestId("a/test_x.py", None, "test_f")]),
+        ("pytest a/test_x.py::TestA", [TestId("a/test_x.py", "TestA")]),
+        (
+            "pytest -v a/test_x.py::TestA::test_f[tp4-attn_backend=TRTLLM]",
+            [TestId("a/test_x.py", "TestA", "test_f", "tp4-attn_backend=TRTLLM")],
+        ),
+        (
+            "python -m pytest ./a/test_x.py::TestA::TestB::test_f",
+            [TestId("a/test_x.py", "TestA::TestB", "test_f")],
+        ),
+        (
+            "FOO=bar.py CUDA_VISIBLE_DEVICES=0,1 pytest a/test_x.py::test_f[x] --timeout 60",
+            [TestId("a/test_x.py", None, "test_f", "x")],
+        ),
+        (
+            "pytest -k 'test_x.py and not slow' -m gpu2 --deselect b/test_y.py::t a/test_x.py",
+            [TestId("a/test_x.py")],
+        ),
+        (
+            "pytest --deselect=b/test_y.py::t --junitxml out.py -p plugin.py a/test_x.py",
+            [TestId("a/test_x.py")],
+        ),
+        (
+            "cd tests/integration/defs && pytest accuracy/test_a.py::T::t",
+            [TestId("accuracy/test_a.py", "T", "t", None, "tests/integration/defs")],
+        ),
+        (
+            "cd $LLM_ROOT/tests/integration/defs&&pytest accuracy/test_a.py",
+            [TestId("accuracy/test_a.py", None, None, None, "tests/integration/defs")],
+        ),
+        (
+            "pytest a/test_x.py::t a/test_x.py::t b/test_y.py 2>&1 | tee log.py",
+            [TestId("a/test_x.py", None, "t"), TestId("b/test_y.py")],
+        ),
+        ("python3 run.py && python -m pytest a/test_x.py", [TestId("a/test_x.py")]),
+        ("mpirun -n 2 /usr/bin/pytest a/test_x.py > out.py", [TestId("a/test_x.py")]),
+        ("python3 scripts/run_one.py", [TestId("scripts/run_one.py")]),
+        ('pytest "a/test_x.py::test_f[a b]"', [TestId("a/test_x.py", None, "test_f", "a b")]),
+        ("pytest -c pytest.ini tests/", []),
+        ("pytest 'unterminated", []),
+        ("", []),
+    ],
+)
+def test_parse_test_ids(cmd: str, expected: list[TestId]) -> None:
+    assert parse_test_ids(cmd) == expected
+
+
+def test_test_id_str_round_trips() -> None:
+    text = "accuracy/test_a.py::TestA::test_f[tp4-x=1]"
+    assert [str(tid) for tid in parse_test_ids(f"pytest {text}")] == [text]
+
+
+@pytest.mark.parametrize(
+    ("cmd", "expected"),
+    [
+        ("pytest perf/test_perf_sanity.py::test_e2e[aggr-x-y]", True),
+        ("pytest tests/scripts/perf-sanity/run.py", True),
+        ("pytest perf_sanity_x.py", True),
+        ("pytest accuracy/test_llm_api_pytorch.py", False),
+        ("pytest perf/test_perf.py::test_perf[llama]", False),
+    ],
+)
+def test_is_perf_sanity(cmd: str, expected: bool) -> None:
+    assert is_perf_sanity(cmd) is expected
+
+
+# ---------------------------------------------------------------- requirements
+
+CASES = [
+    # (selector, devices or None, text expected in the source)
+    (f"{ACC}::TestLlama3_1_8BInstruct::test_bfloat16", None, None),
+    # skip_less_device_memory is not a device count
+    (f"{ACC}::TestLlama3_1_8BInstruct::test_fp8_large_memory", None, None),
+    (
+        f"{ACC}::TestLlama3_1_8BInstruct::test_bfloat16_4gpus"
+        "[tp2pp2-attn_backend=TRTLLM-torch_compile=False]",
+        4,
+        "skip_less_device(4) on TestLlama3_1_8BInstruct::test_bfloat16_4gpus in " + ACC,
+    ),
+    # class-level marker
+    (
+        f"{ACC}::TestDeepSeekV3Lite::test_nvfp4_8gpus",
+        8,
+        "skip_less_device(8) on TestDeepSeekV3Lite",
+    ),
+    # function beats class
+    (f"{ACC}::TestDeepSeekV3Lite::test_fp8_4gpus", 4, "on TestDeepSeekV3Lite::test_fp8_4gpus"),
+    # unmarked case inherits the class marker
+    (
+        f"{ACC}::TestQwen3_30B_A3B::test_auto_dtype[tp1-attn_backend=TRTLLM]",
+        2,
+        "skip_less_device(2) on TestQwen3_30B_A3B in",
+    ),
+    # case marks beat the class; marks= single, list, tuple with a module constant
+    (
+        f"{ACC}::TestQwen3_30B_A3B::test_auto_dtype[tp4-attn_backend=TRTLLM]",
+        4,
+        "on TestQwen3_30B_A3B::test_auto_dtype[tp4-attn_backend=TRTLLM]",
+    ),
+    (
+        f"{ACC}::TestQwen3_30B_A3B::test_auto_dtype[tp2pp2-attn_backend=FLASHINFER]",
+        4,
+        "skip_less_device(4) on TestQwen3_30B_A3B::test_auto_dtype[tp2pp2-",
+    ),
+    (
+        f"{ACC}::TestQwen3_30B_A3B::test_auto_dtype[ep8-attn_backend=TRTLLM]",
+        8,
+        "skip_less_device(8) on TestQwen3_30B_A3B::test_auto_dtype[ep8-attn_backend=TRTLLM]",
+    ),
+    # no case named: the largest over all cases
+    (f"{ACC}::TestQwen3_30B_A3B::test_auto_dtype", 8, "test_auto_dtype[ep8]"),
+    (f"{ACC}::TestQwen3_30B_A3B::test_plain_cases[2]", 2, "on TestQwen3_30B_A3B in"),
+    # class-body pytestmark list
+    (f"{ACC}::TestMixtral8x7B::test_tp2", 2, "skip_less_device(2) on TestMixtral8x7B in"),
+    (f"{ACC}::TestMixtral8x7B::test_world_size_8", 8, "skip_less_mpi_world_size(8) on"),
+    # marks of an in-file base class, for inherited and own tests
+    (f"{ACC}::TestChildOfFourGpuBase::test_inherited", 4, "_FourGpuBase (base of"),
+    (f"{ACC}::TestChildOfFourGpuBase::test_own", 4, "_FourGpuBase (base of"),
+    (f"{ACC}::TestOuter::TestInner::test_nested", 2, "on TestOuter::TestInner in"),
+    (f"{ACC}::test_module_level_function", 4, "skip_less_mpi_world_size(4) on test_module_"),
+    # a class or a whole file: the largest over its tests
+    (f"{ACC}::TestQwen3_30B_A3B", 8, "test_auto_dtype[ep8]"),
+    (ACC, 8, None),
+    # unit tests: module pytestmark, skipif forms, `from pytest import mark`, named marks
+    (f"{AR}::test_allreduce_default", 2, "gpu2 on module in " + AR),
+    (f"{AR}::test_allreduce_skipif_lt", 4, "skipif(torch.cuda.device_count() < 4) on"),
+    (f"{AR}::test_allreduce_skipif_le", 8, "skipif(torch.cuda.device_count() <= 7) on"),
+    (f"{AR}::test_allreduce_skipif_or", 2, "torch.cuda.device_count() < 2) on"),
+    (f"{AR}::test_allreduce_mark_alias", 4, "gpu4 on test_allreduce_mark_alias"),
+    (f"{AR}::test_allreduce_named_mark", 4, "on test_allreduce_named_mark"),
+    # stacked auto ids: bottom decorator first (pytest's order)
+    (f"{AR}::test_allreduce_auto_ids[float16-4]", 4, "gpu4 on test_allreduce_auto_ids[float16-4]"),
+    (f"{AR}::test_allreduce_auto_ids[bfloat16-2]", 2, "gpu2 on module"),
+    (f"{MOE}::TestMoe::test_two_gpus", 2, "skipif(torch.cuda.device_count() < 2)"),
+    (f"{MOE}::TestMoe::test_plain", None, None),
+    (f"{MOE}::TestMoeMultiGpu::test_four", 4, "gpu4 on TestMoeMultiGpu in " + MOE),
+    (MOE, 4, None),
+]
+
+
+@pytest.mark.parametrize(("selector", "devices", "source"), CASES, ids=[c[0] for c in CASES])
+def test_required_devices(
+    outline_only: None, selector: str, devices: int | None, source: str | None
+) -> None:
+    result = required_devices(f"pytest -v {selector} --timeout 3600", ROOTS)
+    if devices is None:
+        assert result.requirement is None
+        assert any("no GPU-count marker" in w for w in result.warnings)
+        return
+    assert result.requirement is not None, result.warnings
+    assert result.requirement.devices == devices
+    assert not result.warnings
+    if source is not None:
+        assert source in result.requirement.source
+
+
+@pytest.mark.parametrize(
+    ("selector", "marker_line", "anchor"),
+    [
+        (
+            f"{ACC}::TestDeepSeekV3Lite::test_fp8_4gpus",
+            "    @pytest.mark.skip_less_device(4)",
+            "    def test_fp8_4gpus(self):",
+        ),
+        (
+            f"{AR}::test_allreduce_default",
+            "pytestmark = pytest.mark.gpu2",
+            "pytestmark = pytest.mark.gpu2",
+        ),
+    ],
+)
+def test_source_names_file_and_line(selector: str, marker_line: str, anchor: str) -> None:
+    path = selector.partition("::")[0]
+    file = next(root / path for root in ROOTS if (root / path).is_file())
+    lines = file.read_text().splitlines()
+    anchor_at = lines.index(anchor)
+    line = max(i for i, text in enumerate(lines[: anchor_at + 1]) if text == marker_line) + 1
+    result = required_devices(f"pytest {selector}", ROOTS)
+    assert result.requirement is not None
+    assert result.requirement.source.endswith(f" in {path}:{line}")
+
+
+def test_example_source_format() -> None:
+    result = required_devices(
+        f"pytest {ACC}::TestQwen3_30B_A3B::test_auto_dtype[tp4-attn_backend=TRTLLM]", ROOTS
+    )
+    assert result.requirement == DeviceRequirement(
+        4,
+        "skip_less_device(4) on TestQwen3_30B_A3B::test_auto_dtype[tp4-attn_backend=TRTLLM]"
+        f" in {ACC}:66",
+    )
+
+
+def test_several_ids_take_the_max() -> None:
+    cmd = f"pytest {AR}::test_allreduce_default {ACC}::TestDeepSeekV3Lite::test_fp8_4gpus {MOE}"
+    result = required_devices(cmd, ROOTS)
+    assert result.requirement is not None
+    assert result.requirement.devices == 4
+    assert "test_fp8_4gpus" in result.requirement.source  # first of the tied maxima
+    assert len(result.test_ids) == 3
+
+
+def test_cd_prefix_and_roots() -> None:
+    cmd = f"cd tests/integration/defs && python -m pytest {ACC}::TestMixtral8x7B::test_tp2"
+    result = required_devices(cmd, [REPO])
+    assert result.requirement is not None and result.requirement.devices == 2
+
+
+def test_absolute_path() -> None:
+    path = (REPO / "tests/unittest" / AR).resolve()
+    result = required_devices(f"pytest {path}::test_allreduce_skipif_le", [])
+    assert result.requirement is not None and result.requirement.devices == 8
+
+
+@pytest.mark.parametrize(
+    ("cmd", "warning"),
+    [
+        (
+            "pytest accuracy/test_missing.py::t",
+            "test file accuracy/test_missing.py not found under",
+        ),
+        ("echo hello", "no test file (*.py) found in test command"),
+        (f"pytest {ACC}::TestNope::test_x", "class TestNope not found in " + ACC),
+        (f"pytest {ACC}::TestMixtral8x7B::test_nope", "test test_nope not found in " + ACC),
+    ],
+)
+def test_warnings_when_not_derivable(cmd: str, warning: str) -> None:
+    result = required_devices(cmd, ROOTS)
+    assert any(warning in w for w in result.warnings), result.warnings
+
+
+def test_unknown_class_member_keeps_class_marker() -> None:
+    result = required_devices(f"pytest {ACC}::TestMixtral8x7B::test_nope", ROOTS)
+    assert result.requirement is not None and result.requirement.devices == 2
+    assert any("test_nope not found" in w for w in result.warnings)
+
+
+def test_missing_file_warning_lists_roots() -> None:
+    result = required_devices("pytest accuracy/test_missing.py", ROOTS)
+    assert result.requirement is None
+    assert str(ROOTS[0]) in result.warnings[0] and str(ROOTS[1]) in result.warnings[0]
+
+
+def test_unmatched_case_uses_max_over_cases_and_warns() -> None:
+    result = required_devices(f"pytest {ACC}::TestQwen3_30B_A3B::test_auto_dtype[nope]", ROOTS)
+    assert result.requirement is not None and result.requirement.devices == 8
+    assert any("matches none of its parametrize ids" in w for w in result.warnings)
+
+
+def test_file_is_read_once_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[Path] = []
+    original = Path.read_text
+
+    def counting(self: Path, *args: object, **kwargs: object) -> str:
+        reads.append(self)
+        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "read_text", counting)
+    cmd = (
+        f"pytest {ACC}::TestDeepSeekV3Lite::test_fp8_4gpus {ACC}::TestMixtral8x7B::test_tp2"
+        f" {ACC}::TestQwen3_30B_A3B"
+    )
+    result = required_devices(cmd, ROOTS)
+    assert result.requirement is not None and result.requirement.devices == 8
+    assert len(reads) == 1
+
+
+# ---------------------------------------------------------------- edge sources
+
+
+def _write(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "test_edge.py"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def test_fallback_to_whole_file_parse(tmp_path: Path) -> None:
+    # A class defined under `if` is invisible to the outline: the ast fallback finds it.
+    path = _write(
+        tmp_path,
+        """
+        import pytest
+        import sys
+
+        if sys.platform:
+            @pytest.mark.skip_less_device(4)
+            class TestHidden:
+                def test_x(self):
+                    pass
+        """,
+    )
+    result = required_devices(f"pytest {path}::TestHidden::test_x", [])
+    assert result.requirement is not None and result.requirement.devices == 4
+
+
+def test_outline_ignores_code_in_multiline_strings(outline_only: None, tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        '''
+        import pytest
+
+        @pytest.mark.skip_less_device(2)
+        def test_x():
+            pass
+
+        TEMPLATE = """
+        @pytest.mark.skip_less_device(16)
+        def test_x():
+            pass
+        pytestmark = pytest.mark.gpu8
+        """
+        ''',
+    )
+    result = required_devices(f"pytest {path}::test_x", [])
+    assert result.requirement is not None and result.requirement.devices == 2
+
+
+@pytest.mark.parametrize(
+    ("decorator", "devices"),
+    [
+        ("@pytest.mark.skipif(4 > torch.cuda.device_count(), reason='x')", 4),
+        ("@pytest.mark.skipif(3 >= torch.cuda.device_count(), reason='x')", 4),
+        ("@pytest.mark.skipif(condition=torch.cuda.device_count() < N_GPUS, reason='x')", 6),
+        ("@pytest.mark.skipif('torch.cuda.device_count() < 2')", 2),
+        ("@pytest.mark.skipif(get_device_count() < 2 * 4, reason='x')", 8),
+        ("@pytest.mark.skipif(torch.cuda.device_count() == 2, reason='x')", None),
+        ("@pytest.mark.skipif(get_sm_version() < 90, reason='x')", None),
+        ("@pytest.mark.skip_less_device_memory(80000)", None),
+        ("@pytest.mark.skip_less_device(N_GPUS)", 6),
+        ("@pytest.mark.gpu8", 8),
+        ("@pytest.mark.gpu", None),
+        ("@mark.skip_less_device(2)", 2),
+        ("@other.skip_less_device(2)", None),
+    ],
+)
+def test_marker_forms(tmp_path: Path, decorator: str, devices: int | None) -> None:
+    path = _write(
+        tmp_path,
+        f"""
+        import pytest
+        import torch
+        from pytest import mark
+
+        N_GPUS = 6
+
+        {decorator}
+        def test_x():
+            pass
+        """,
+    )
+    result = required_devices(f"pytest {path}::test_x", [])
+    got = result.requirement.devices if result.requirement else None
+    assert got == devices
+
+
+def test_ids_match_pytest_collection(tmp_path: Path) -> None:
+    """Every id pytest itself collects is matched exactly (no 'matches none' warning)."""
+    path = _write(
+        tmp_path,
+        """
+        import pytest
+
+        CASES = [pytest.param(1, id="one"), pytest.param(8, id="eight", marks=pytest.mark.gpu8)]
+
+        @pytest.mark.parametrize("x", [1.5, None, True, (1, 2), "é", -3, "a-b"])
+        @pytest.mark.parametrize("n", CASES)
+        def test_a(n, x):
+            pass
+
+        P = [pytest.param(2, marks=pytest.mark.gpu2), 3]
+        QR = [(1, "u"), pytest.param(2, "v", marks=pytest.mark.gpu4)]
+
+        @pytest.mark.parametrize("p", P, ids=["two", None])
+        class TestK:
+            @pytest.mark.parametrize("q,r", QR)
+            def test_b(self, p, q, r):
+                pass
+        """,
+    )
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-W",
+         "ignore", str(path)],
+        cwd=tmp_path, capture_output=True, text=True, check=False,
+    ).stdout.splitlines()  # fmt: skip
+    ids = [line for line in collected if "::" in line and "[" in line]
+    assert len(ids) == 14 + 4, collected
+    for node_id in ids:
+        result = required_devices(f"pytest {shlex.quote(str(tmp_path / node_id))}", [])
+        assert not [w for w in result.warnings if "matches none" in w], node_id
+        case = node_id.split("[", 1)[1]
+        expected = max(
+            8 if "eight" in case else 0,
+            4 if "-2-v-" in f"-{case}" else 0,
+            2 if "two" in case else 0,
+        )
+        got = result.requirement.devices if result.requirement else 0
+        assert got == expected, node_id
+
+
+# ---------------------------------------------------------------- cost
+
+
+def _big_test_file(path: Path, lines: int) -> str:
+    out = ['"""Generated."""', "import pytest", "", ""]
+    i = 0
+    while len(out) < lines:
+        out += [
+            "@pytest.mark.skip_less_device_memory(80000)",
+            "@pytest.mark.skip_less_device(2)",
+            f"class TestModel{i}:",
+            f'    """Docstring {i}.',
+            "class NotAClass:",
+            '    """',
+            f"    MODEL_PATH = 'models/m{i}'",
+            "",
+            "    @pytest.mark.skip_less_device(4)",
+            "    @pytest.mark.parametrize(",
+            "        'tp,pp',",
+            "        [",
+            "            pytest.param(2, 1, id='tp2'),",
+            "            pytest.param(4, 2, id='tp4pp2', marks=pytest.mark.skip_less_device(8)),",
+            "        ],",
+            "    )",
+            f"    def test_case_{i}(self, tp, pp):",
+            "        with open(self.MODEL_PATH) as handle:",
+            "            data = {'tp': tp, 'pp': pp, 'rows': [1, 2, 3]}",
+            "            assert handle.read() != str(data), f'mismatch {tp} {pp}'",
+            "",
+            "    def test_plain(self):",
+            "        assert True",
+            "",
+        ]
+        i += 1
+    path.write_text("\n".join(out) + "\n")
+    return f"TestModel{i - 1}::test_case_{i - 1}"
+
+
+def test_large_file_is_fast(outline_only: None, tmp_path: Path) -> None:
+    path = tmp_path / "test_big.py"
+    target = _big_test_file(path, 10_000)
+    assert len(path.read_text().splitlines()) >= 10_000
+    timings = {}
+    for label, selector, expected in [
+        ("case", f"{target}[tp4pp2]", 8),
+        ("unmarked case", f"{target}[tp2]", 4),
+        ("function", target, 8),
+        ("plain", target.replace(target.split("::")[1], "test_plain"), 2),
+        ("whole file", "", 8),
+    ]:
+        cmd = f"pytest {path}::{selector}" if selector else f"pytest {path}"
+        start = time.perf_counter()
+        result = required_devices(cmd, [])
+        timings[label] = time.perf_counter() - start
+        assert result.requirement is not None and result.requirement.devices == expected
+    print("10,000-line file:", ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in timings.items()))
+    for label in ("case", "unmarked case", "function", "plain"):
+        assert timings[label] < 0.5, timings
