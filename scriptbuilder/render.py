@@ -34,6 +34,7 @@ from scriptbuilder.script_tree import (
     Srun,
     SrunOption,
     Statement,
+    Subshell,
     Subst,
     Var,
     Word,
@@ -185,6 +186,8 @@ def _statement_lines(node: Statement) -> list[str]:
         return _continued(head, words)
     if isinstance(node, Exit):
         return [f"exit {render_word(node.status)}"]
+    if isinstance(node, Subshell):
+        return _inline_lines(node)
     raise TypeError(f"not a statement node: {node!r}")
 
 
@@ -192,6 +195,11 @@ def _inline_lines(node: Statement) -> list[str]:
     if isinstance(node, If):
         inner = [line for child in node.body for line in _inline_lines(child)]
         return [f"if {render_command(node.test)}; then {'; '.join(inner)}; fi"]
+    if isinstance(node, Subshell):
+        inner = [line for child in node.body for line in _inline_lines(child)]
+        if node.args is not None:
+            inner.insert(0, " ".join(["set --", *(render_word(w) for w in node.args)]))
+        return ["(" + "; ".join(inner) + ")"]
     return _statement_lines(node)
 
 

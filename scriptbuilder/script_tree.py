@@ -203,6 +203,14 @@ class If:
 
 
 @dataclass(frozen=True, slots=True)
+class Subshell:
+    """``( <body> )``, optionally with its own positional parameters (``set -- args``)."""
+
+    body: tuple[Statement, ...]
+    args: tuple[Word, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SrunOption:
     """``--name=value`` on an srun or docker line (``value`` None gives a bare flag).
 
@@ -235,7 +243,9 @@ class Exit:
     status: Word
 
 
-Statement = Comment | Blank | Export | Assign | Run | ClearEnv | If | Srun | DockerRun | Exit
+Statement = (
+    Comment | Blank | Export | Assign | Run | ClearEnv | If | Subshell | Srun | DockerRun | Exit
+)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from scriptbuilder.script_tree import (
     ShellScript,
     SrunOption,
     Statement,
+    Subshell,
     Var,
     Word,
 )
@@ -40,15 +41,16 @@ def _option(name: str, value: str | None = None) -> SrunOption:
 
 
 def _payload(plan: WorkflowPlan) -> Command:
-    """``bash -c`` running each step in turn; the first failure ends the run."""
+    """``bash -c`` running each step in a subshell of its own, in turn, with the
+    step's arguments as its positional parameters; the first failure ends the run."""
     body: list[Statement] = [Run(Command.of("set", "-e"))]
     args: list[str] = []
     for step in plan.steps:
         refs = []
         for value in step.args:
             args.append(value)
-            refs.append(Var(str(len(args))))
-        body.append(Run(Command.of("bash", "-c", ScriptText(step.body), "step", *refs)))
+            refs.append(Word.of(Var(str(len(args)))))
+        body.append(Subshell(step.body, tuple(refs) if refs else None))
     return Command.of("bash", "-c", ScriptText(tuple(body)), "job", *args)
 
 

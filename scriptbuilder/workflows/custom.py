@@ -33,6 +33,7 @@ class CustomWorkflow(Workflow):
 
     kind = "custom"
     job_suffix = "custom"
+    success_patterns = ("Custom command finished with exit code 0",)
 
     def __init__(
         self,
