@@ -25,9 +25,17 @@ from scriptbuilder.request import BuildRequest
 from scriptbuilder.resolution.context import Context, EnvInfo
 from scriptbuilder.resolution.image import resolve_image
 from scriptbuilder.resolution.mounts import Mounts, covered, resolve_mounts
-from scriptbuilder.resolution.slurm_params import gres_flag, resolve_slurm_target
+from scriptbuilder.resolution.perf import (
+    SUBMIT_TIMEOUT,
+    PerfPlan,
+    resolve_perf,
+    topology_of,
+    wants_perf_path,
+)
+from scriptbuilder.resolution.slurm_params import SlurmTarget, gres_flag, resolve_slurm_target
 from scriptbuilder.resolution.workloads import (
     Capacity,
+    EvalNeedsPerfSanity,
     Workload,
     resolve_bench,
     resolve_custom,
@@ -51,6 +59,23 @@ class OutputFile:
 
 
 @dataclass(frozen=True)
+class SubmitRun:
+    """A submit.py run that writes the launch script (the perf-sanity path)."""
+
+    argv: tuple[str, ...]
+    cwd: Path
+    output_log: Path
+    timeout: float
+    #: Files submit.py reads, written before it runs (a derived config).
+    inputs: tuple[OutputFile, ...] = ()
+
+    def display(self) -> str:
+        from scriptbuilder.render import quote_literal
+
+        return " ".join(quote_literal(a) for a in self.argv)
+
+
+@dataclass(frozen=True)
 class BuiltJob:
     """Everything a build produced. Nothing is on disk until :meth:`write`."""
 
@@ -62,18 +87,38 @@ class BuiltJob:
     warnings: tuple[str, ...]
     explanation: tuple[str, ...]
     files: tuple[OutputFile, ...] = field(default=())
+    #: Set on the perf-sanity path: submit.py writes the script during :meth:`write`.
+    submit: SubmitRun | None = None
 
     @property
     def job_spec_json(self) -> str:
         return self.job_spec.to_json()
 
     def write(self) -> list[Path]:
-        """Create ``work_dir`` and write every file atomically; returns the paths."""
+        """Create ``work_dir`` and write every file atomically; returns the paths.
+
+        On the perf-sanity path submit.py runs first (its full output is kept in
+        ``work_dir``); if it fails, job_spec.json is not written."""
         work_dir = Path(self.request.work_dir)
         work_dir.mkdir(parents=True, exist_ok=True)
+        written: list[Path] = []
+        if self.submit is not None:
+            from scriptbuilder.workflows.perf_sanity import run_submit
+
+            for out in self.submit.inputs:
+                write_atomic(out.path, out.text, out.mode)
+                written.append(out.path)
+            run_submit(
+                list(self.submit.argv),
+                cwd=self.submit.cwd,
+                timeout=self.submit.timeout,
+                output_log=self.submit.output_log,
+            )
+            written.append(Path(self.job_spec.script_path or ""))
         for out in self.files:
             write_atomic(out.path, out.text, out.mode)
-        return [out.path for out in self.files]
+            written.append(out.path)
+        return written
 
 
 def load_request(data: Mapping[str, Any] | BuildRequest) -> BuildRequest:
@@ -151,7 +196,7 @@ def _resolve_workload(
         return resolve_bench(ctx, cap)
     if kind == "custom":
         return resolve_custom(ctx, cap, mounts, run_script)
-    raise BuildError(f"workflow_type {kind} is not supported yet")
+    raise BuildError(f"workflow_type {kind} needs a perf config; pass perf_config_yaml")
 
 
 def build(
@@ -187,10 +232,81 @@ def build(
         cap = Capacity(env_check.gpus_per_node, env_check.available_gpus, "pmix")
         return _docker_job(ctx, image, mounts, _resolve_workload(ctx, cap, mounts, None))
     target = resolve_slurm_target(ctx)
+    if wants_perf_path(ctx):
+        return _perf_job(ctx, target, resolve_perf(ctx, image, mounts, target))
     cap = Capacity(target.gpus_per_node, None, target.mpi_plugin)
     run_script = _remote_run_script(ctx, mounts) if ctx.is_remote else None
-    workload = _resolve_workload(ctx, cap, mounts, run_script)
+    try:
+        workload = _resolve_workload(ctx, cap, mounts, run_script)
+    except EvalNeedsPerfSanity as exc:
+        ctx.trace.warn(
+            f"eval world size {exc.world_size} exceeds gpus_per_node {exc.gpus_per_node}: "
+            "running it as an accuracy benchmark through submit.py"
+        )
+        plan = resolve_perf(
+            ctx, image, mounts, target, eval_fallback=True, model_name=exc.model_name
+        )
+        return _perf_job(ctx, target, plan)
     return _slurm_job(ctx, image, mounts, target, gres_flag(ctx, target), workload)
+
+
+def _perf_job(ctx: Context, target: SlurmTarget, plan: PerfPlan) -> BuiltJob:
+    req, trace = ctx.request, ctx.trace
+    devices, nodes, gpus_per_node = topology_of(plan)
+    trace.chose("devices/nodes", f"{devices}/{nodes}", "config YAML hardware and parallelism")
+    image = plan.argv[plan.argv.index("--image") + 1]
+    gres = f"gpu:{gpus_per_node}" if target.gpu_gres else None
+    spec = JobSpec(
+        generator=GENERATOR,
+        workflow_type=req.workflow_type,
+        model_name=plan.model_name,
+        execution_scenario=req.execution_scenario,
+        docker_image=image,
+        required_devices=devices,
+        node_count=nodes,
+        script_path=str(plan.launch_sh),
+        script_name=plan.launch_sh.name,
+        log_file_pattern=plan.workflow.log_file_pattern,
+        success_patterns=list(plan.workflow.success_patterns),
+        failure_patterns=list(plan.workflow.failure_patterns),
+        extra_files=[],
+        slurm_params=SlurmParams(
+            partition=target.partition,
+            account=target.account,
+            time_limit=target.time_limit,
+            nodes=nodes,
+            ntasks=nodes * gpus_per_node,
+            ntasks_per_node=gpus_per_node,
+            gpus_per_node=gpus_per_node,
+            gres=gres,
+            mpi_plugin=ctx.slurm_env.pmix.preferred if ctx.slurm_env else None,
+        ),
+        slurm_env=ctx.slurm_env_raw,
+        remote_repo_path=req.remote_repo_path if ctx.is_remote else None,
+        remote_work_dir=req.remote_work_dir if ctx.is_remote else None,
+        warnings=list(trace.warnings),
+    )
+    spec_path = Path(req.work_dir) / "job_spec.json"
+    inputs = (
+        (OutputFile(plan.derived_config[0], plan.derived_config[1], 0o644),)
+        if plan.derived_config
+        else ()
+    )
+    submit = SubmitRun(
+        tuple(plan.argv), Path(req.work_dir), plan.output_log, SUBMIT_TIMEOUT, inputs
+    )
+    report = render_report(spec, spec_path, str(plan.launch_sh))
+    return BuiltJob(
+        req,
+        spec,
+        plan.launch_sh.name,
+        "",
+        report,
+        tuple(trace.warnings),
+        tuple(trace.lines()),
+        (OutputFile(spec_path, spec.to_json(), 0o644),),
+        submit,
+    )
 
 
 def _remote_run_script(ctx: Context, mounts: Mounts) -> str | None:

@@ -82,8 +82,11 @@ def build_command(request: str, dry_run: bool, explain: bool) -> None:
             click.echo("  " + line)
         click.echo()
     if dry_run:
-        click.echo(f"# --- {job.script_name} (not written)")
-        click.echo(job.script_text, nl=False)
+        if job.submit is not None:
+            click.echo(f"# --- {job.script_name} would be written by: {job.submit.display()}")
+        else:
+            click.echo(f"# --- {job.script_name} (not written)")
+            click.echo(job.script_text, nl=False)
         click.echo("# --- job_spec.json (not written)")
         click.echo(job.job_spec_json, nl=False)
         return
