@@ -138,7 +138,7 @@ def test_missing_submit_py_stops(build_env: BuildEnv) -> None:
     req = build_env.request(
         "benchmark", perf_config_yaml=str(AGGR), perf_test_name=SERVER, model_name="m"
     )
-    with pytest.raises(BuildError, match="submit.py"):
+    with pytest.raises(BuildError, match=r"submit\.py"):
         build_env.build(req)
 
 
