@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,7 +43,7 @@ def read_request(source: str) -> dict[str, Any]:
         for name in LOCAL_PATH_FIELDS:
             value = data.get(name)
             if isinstance(value, str) and value and not value.startswith(("/", "~")):
-                data[name] = str(base / value)
+                data[name] = os.path.normpath(base / value)
     return data
 
 
