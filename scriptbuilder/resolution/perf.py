@@ -33,6 +33,8 @@ SUBMIT_TIMEOUT = 300.0
 class PerfPlan:
     workflow: PerfSanityWorkflow
     model_name: str
+    image: str
+    mpi_type: str | None
     argv: list[str]
     checked: PerfPreflight
     #: A derived config to write before submit.py runs (eval fallback): path and text.
@@ -147,6 +149,8 @@ def resolve_perf(
     return PerfPlan(
         workflow=workflow,
         model_name=model,
+        image=image,
+        mpi_type=request.mpi_type,
         argv=argv,
         checked=checked,
         derived_config=derived,

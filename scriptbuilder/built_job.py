@@ -1,0 +1,80 @@
+"""What a build produced, and how it reaches the disk."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from scriptbuilder.job_spec import JobSpec
+from scriptbuilder.output import write_atomic
+from scriptbuilder.request import BuildRequest
+
+
+@dataclass(frozen=True)
+class OutputFile:
+    path: Path
+    text: str
+    mode: int
+
+
+@dataclass(frozen=True)
+class SubmitRun:
+    """A submit.py run that writes the launch script (the perf-sanity path)."""
+
+    argv: tuple[str, ...]
+    cwd: Path
+    output_log: Path
+    timeout: float
+    #: Files submit.py reads, written before it runs (a derived config).
+    inputs: tuple[OutputFile, ...] = ()
+
+    def display(self) -> str:
+        from scriptbuilder.render import quote_literal
+
+        return " ".join(quote_literal(a) for a in self.argv)
+
+
+@dataclass(frozen=True)
+class BuiltJob:
+    """Everything a build produced. Nothing is on disk until :meth:`write`."""
+
+    request: BuildRequest
+    job_spec: JobSpec
+    script_name: str
+    #: The script text; empty on the perf-sanity path, where submit.py writes it.
+    script_text: str
+    report: str
+    warnings: tuple[str, ...]
+    explanation: tuple[str, ...]
+    files: tuple[OutputFile, ...] = field(default=())
+    #: Set on the perf-sanity path: submit.py writes the script during :meth:`write`.
+    submit: SubmitRun | None = None
+
+    @property
+    def job_spec_json(self) -> str:
+        return self.job_spec.to_json()
+
+    def write(self) -> list[Path]:
+        """Create ``work_dir`` and write every file atomically; returns the paths.
+
+        On the perf-sanity path submit.py runs first (its full output is kept in
+        ``work_dir``); if it fails, job_spec.json is not written."""
+        Path(self.request.work_dir).mkdir(parents=True, exist_ok=True)
+        written: list[Path] = []
+        if self.submit is not None:
+            from scriptbuilder.workflows.perf_sanity import run_submit
+
+            for out in self.submit.inputs:
+                write_atomic(out.path, out.text, out.mode)
+                written.append(out.path)
+            run_submit(
+                list(self.submit.argv),
+                cwd=self.submit.cwd,
+                timeout=self.submit.timeout,
+                output_log=self.submit.output_log,
+            )
+            written.append(Path(self.job_spec.script_path or ""))
+        for out in self.files:
+            write_atomic(out.path, out.text, out.mode)
+            written.append(out.path)
+        return written
