@@ -32,6 +32,7 @@ from scriptbuilder.resolution.workloads import (
     resolve_eval,
     resolve_pytest,
 )
+from scriptbuilder.scenarios.slurm import check_log_name_part
 from scriptbuilder.slurm_env import load_slurm_env
 from scriptbuilder.workflows.custom import RUN_SCRIPT_NAME
 
@@ -84,6 +85,9 @@ def _check_inputs(req: BuildRequest) -> None:
         raise BuildError(
             f"work_dir must be an absolute path, got {req.work_dir!r}; pass an absolute path"
         )
+    if req.execution_scenario != "local_docker":
+        log_dir = "remote_work_dir" if req.execution_scenario == "remote_slurm" else "work_dir"
+        check_log_name_part(log_dir, getattr(req, log_dir) or "")
     if req.execution_scenario == "remote_slurm":
         for name in ("remote_repo_path", "remote_work_dir"):
             value = getattr(req, name)

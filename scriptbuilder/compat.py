@@ -23,7 +23,7 @@ from scriptbuilder.errors import BuildError
 from scriptbuilder.job import Container, SlurmAllocation, TaskShape
 from scriptbuilder.job_builder import JobBuilder
 from scriptbuilder.output import write_script
-from scriptbuilder.scenarios.slurm import LocalSlurm
+from scriptbuilder.scenarios.slurm import LocalSlurm, check_log_name_part
 from scriptbuilder.workflows.base import Workflow
 
 PROG = "build_slurm_script"
@@ -100,6 +100,8 @@ def _emit(subcommand: str, workflow: Workflow, opts: dict[str, Any], shape: Task
     model = opts["model_name"]
     for flag in ("model_name", "partition", "account", "time_limit", "gres", "log_dir"):
         _one_line("--" + flag.replace("_", "-"), opts.get(flag))
+    check_log_name_part("--model-name", model)
+    check_log_name_part("--log-dir", opts["log_dir"])
     allocation = SlurmAllocation(
         job_name=workflow.job_name(model),
         partition=opts["partition"],

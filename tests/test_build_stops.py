@@ -39,6 +39,13 @@ STOPS: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
     ("missing-workflow_type", "pytest", {"workflow_type": None}, {}, "'workflow_type' is required"),
     ("bad-type", "custom", {"required_devices": "many"}, {}, "'required_devices'"),
     ("bad-scenario", "pytest", {"execution_scenario": "moon"}, {}, "'execution_scenario'"),
+    (
+        "backslash-remote_work_dir",
+        "pytest",
+        {"execution_scenario": "remote_slurm", "remote_work_dir": "/lustre/a\\b"},
+        {},
+        "remote_work_dir '/lustre/a\\\\b' contains a backslash",
+    ),
     ("relative-work_dir", "pytest", {"work_dir": "~/rel/dir"}, {}, "work_dir must be an absolute"),
     (
         "partition-missing",

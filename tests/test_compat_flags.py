@@ -163,6 +163,7 @@ REFUSALS = [
     ("pytest", ["--nodes", "0"], "--nodes"),
     ("pytest", ["--ntasks", "two"], "--ntasks"),
     ("pytest", ["--partition", "a\nb"], "--partition must be a single line"),
+    ("pytest", ["--model-name", "a\\b"], "--model-name 'a\\\\b' contains a backslash"),
     ("pytest", ["--bogus", "1"], "No such option '--bogus'"),
 ]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from scriptbuilder.errors import BuildError
 from scriptbuilder.job import (
     MPI_ENV_KEEP,
     MPI_ENV_PREFIXES,
@@ -40,6 +41,16 @@ from scriptbuilder.script_tree import (
 )
 
 STATUS = "rc"
+
+
+def check_log_name_part(field: str, value: str) -> None:
+    """Refuse text sbatch would misread in an --output/--error path: a backslash
+    there turns off every %-pattern (so %j would stay literal)."""
+    if "\\" in value:
+        raise BuildError(
+            f"{field} {value!r} contains a backslash, which makes Slurm stop replacing %j in "
+            "log file names; remove the backslash"
+        )
 
 
 def log_path(log_dir: str, job_name: str, ext: str) -> str:
