@@ -71,12 +71,23 @@ def cli() -> None:
 @click.argument("request", metavar="REQUEST")
 @click.option("--dry-run", is_flag=True, help="Write nothing; print the script and job spec.")
 @click.option("--explain", is_flag=True, help="Print every resolved value and its rule.")
-def build_command(request: str, dry_run: bool, explain: bool) -> None:
+@click.option(
+    "--env-info",
+    metavar="FILE",
+    default=None,
+    help="JSON internal-env-info source: arch, partitions.<name>.arch, default_models_repo_host.",
+)
+def build_command(request: str, dry_run: bool, explain: bool, env_info: str | None) -> None:
     """Resolve REQUEST (JSON or YAML; '-' for stdin) and write the script and
     job_spec.json into its work_dir."""
     from scriptbuilder.api import build
 
-    job = build(read_request(request))
+    info = None
+    if env_info:
+        from scriptbuilder.env_info import FileEnvInfo
+
+        info = FileEnvInfo.load(env_info)
+    job = build(read_request(request), env_info=info)
     if explain:
         click.echo("Resolved values (value <- rule):")
         for line in job.explanation:

@@ -132,3 +132,30 @@ def test_console_scripts_and_module_entry_points(tmp_path: Path) -> None:
         check=False,
     )
     assert proc.returncode == 0 and "build" in proc.stdout and "schema" in proc.stdout
+
+
+def test_env_info_file_supplies_arch_and_models(build_env: BuildEnv, tmp_path: Path) -> None:
+    build_env.slurm_env(errors=["SLURM client tools not found"])
+    info = tmp_path / "env_info.json"
+    info.write_text(
+        json.dumps(
+            {"partitions": {"gpu": {"arch": "aarch64"}}, "default_models_repo_host": "/info/models"}
+        )
+    )
+    req = build_env.request(models_path=None)
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(req))
+    code, out, err = run_cli(
+        ["build", "--dry-run", "--explain", "--env-info", str(info), str(path)]
+    )
+    assert code == 0, err
+    assert "arch              aarch64  <- internal-env-info" in out
+    assert "sbsa-tritondevel" in out
+    assert "/info/models:/models" in out
+
+
+def test_env_info_file_unreadable(build_env: BuildEnv, tmp_path: Path) -> None:
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(build_env.request()))
+    code, _, err = run_cli(["build", "--env-info", str(tmp_path / "none.json"), str(path)])
+    assert code == 2 and "--env-info" in err and len(err.splitlines()) == 1
