@@ -70,7 +70,12 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--time-limit", default="02:00:00", show_default=True),
         click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True),
         click.option("--ntasks", type=click.IntRange(min=1), default=1, show_default=True),
-        click.option("--ntasks-per-node", type=click.IntRange(min=1), default=1, show_default=True),
+        click.option(
+            "--ntasks-per-node",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Default: ceil(ntasks / nodes), which is 1 for the default single task.",
+        ),
         click.option("--gres", default="", help="Empty means no #SBATCH --gres line."),
         click.option("--docker-image", required=True),
         click.option("--container-mounts", required=True),
@@ -153,7 +158,17 @@ def _explicit_mpi(opts: dict[str, Any]) -> str | None:
 
 
 def _shape(opts: dict[str, Any], mpi: str | None) -> TaskShape:
-    return TaskShape(opts["nodes"], opts["ntasks"], opts["ntasks_per_node"], mpi)
+    """The job's task layout; fills in ``--ntasks-per-node`` when not given."""
+    nodes, ntasks = opts["nodes"], opts["ntasks"]
+    if opts["ntasks_per_node"] is None:
+        opts["ntasks_per_node"] = -(-ntasks // nodes)
+    elif ntasks > nodes * opts["ntasks_per_node"]:
+        raise BuildError(
+            f"--ntasks {ntasks} does not fit --nodes {nodes} x --ntasks-per-node "
+            f"{opts['ntasks_per_node']}; raise --ntasks-per-node to {-(-ntasks // nodes)} "
+            "or leave it out"
+        )
+    return TaskShape(nodes, ntasks, opts["ntasks_per_node"], mpi)
 
 
 @click.group(

@@ -53,6 +53,7 @@ FLAG_TABLE = [
     ("--ntasks", None, "#SBATCH --ntasks=1"),
     ("--ntasks", "8", "#SBATCH --ntasks=8"),
     ("--ntasks-per-node", None, "#SBATCH --ntasks-per-node=1"),
+    ("--ntasks", "8", "#SBATCH --ntasks-per-node=8"),
     ("--ntasks-per-node", "4", "#SBATCH --ntasks-per-node=4"),
     ("--gres", "gpu:4", "#SBATCH --gres=gpu:4"),
     ("--docker-image", "nvcr.io#nv/x:1", "'--container-image=nvcr.io#nv/x:1'"),
@@ -161,6 +162,7 @@ REFUSALS = [
     ("bench", ["--bench-cmd", "trtllm-bench 'unterminated"], "--bench-cmd: unterminated"),
     ("pytest", ["--partition"], "Missing option '--partition'"),
     ("pytest", ["--nodes", "0"], "--nodes"),
+    ("pytest", ["--ntasks", "4", "--ntasks-per-node", "2"], "does not fit --nodes 1"),
     ("pytest", ["--ntasks", "two"], "--ntasks"),
     ("pytest", ["--partition", "a\nb"], "--partition must be a single line"),
     ("pytest", ["--model-name", "a\\b"], "--model-name 'a\\\\b' contains a backslash"),
@@ -176,8 +178,9 @@ def test_refusal(tmp_path: Path, subcommand: str, change: list[str], message: st
     elif change[0] in args and len(change) == 1:
         i = args.index(change[0])
         args = args[:i] + args[i + 2 :]
-    elif len(change) == 2:
-        args = with_flag(args, change[0], change[1])
+    else:
+        for flag, value in zip(change[::2], change[1::2], strict=True):
+            args = with_flag(args, flag, value)
     out = tmp_path / "out" / "job.slurm"
     out.parent.mkdir()
     before = sorted(os.listdir(tmp_path))
