@@ -6,11 +6,12 @@ it is imported on first use so the drop-in CLI stays cheap to start.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 __version__ = "0.1.0"
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
+    from typing import Any
+
     from scriptbuilder.api import BuiltJob, build
 
 __all__ = ["BuiltJob", "__version__", "build"]

@@ -4,37 +4,53 @@ Same subcommands, flags and defaults; the difference is that every value
 reaches the script quoted by construction, failing steps still print the
 closing line, and ``--bench-cmd`` is split only at a top-level ``&&``.
 
-Kept cheap to start: click and the script tree only, no pydantic or yaml.
+Kept cheap to start, because it runs once per job (often in a loop): no
+pydantic or yaml, and click only when it is needed. The flags are declared
+once, in ``COMMANDS``; click builds the command line interface from that
+table. A well-formed call (a subcommand, then ``--flag value`` or
+``--flag=value`` pairs naming each of its flags at most once, every required
+flag present, counts written as plain positive integers) is read straight from
+the table, which gives the values click would give. Anything else (help,
+``--version``, an unknown or repeated flag, a missing value, shell completion)
+goes through click, so usage errors and help read exactly as click writes
+them. Output goes through :func:`_echo`, which is ``click.echo`` without the
+import in the common case.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sys
-from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
-from typing import Any, NoReturn
-
-import click
 
 from scriptbuilder import __version__
 from scriptbuilder.errors import BuildError
 from scriptbuilder.job import Container, SlurmAllocation, TaskShape
 from scriptbuilder.job_builder import JobBuilder
-from scriptbuilder.output import write_script
 from scriptbuilder.scenarios.slurm import LocalSlurm, check_log_name_part
-from scriptbuilder.workflows.base import Workflow
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from datetime import datetime
+    from typing import Any, NoReturn
+
+    import click
+
+    from scriptbuilder.workflows.base import Workflow
+
+    Clock = Callable[[], datetime]
+    Opts = dict[str, Any]
 
 PROG = "build_slurm_script"
 DEFAULT_MODELS_ROOT = "/scratch.trt_llm_data/llm-models/"
-_PMIX = re.compile(r"pmix(_v\d+)?\Z")
-
-Clock = Callable[[], datetime]
+#: Set by a shell asking click for completions.
+_COMPLETE_VAR = "_BUILD_SLURM_SCRIPT_COMPLETE"
 
 
 def default_clock() -> datetime:
     """Local time, or ``SOURCE_DATE_EPOCH`` (UTC) when set, for reproducible output."""
+    from datetime import datetime, timezone
+
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     if epoch:
         return datetime.fromtimestamp(int(epoch), tz=timezone.utc)
@@ -42,8 +58,87 @@ def default_clock() -> datetime:
 
 
 def pmix_plugin(mpi: str | None) -> str:
-    """The ``--mpi`` value when it names a pmix plugin, else bare ``pmix``."""
-    return mpi if mpi and _PMIX.match(mpi) else "pmix"
+    """The ``--mpi`` value when it names a pmix plugin (``pmix``, ``pmix_v<digits>``),
+    else bare ``pmix``."""
+    if mpi == "pmix" or (mpi and mpi[:6] == "pmix_v" and mpi[6:].isdecimal()):
+        return mpi
+    return "pmix"
+
+
+# ------------------------------------------------------------------ flags
+
+
+class Flag:
+    """One ``--flag VALUE`` option. ``count`` flags take an integer >= 1."""
+
+    __slots__ = ("count", "default", "dest", "help", "name", "required", "show_default")
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        required: bool = False,
+        default: str | int | None = None,
+        count: bool = False,
+        show_default: bool = False,
+        help: str | None = None,
+    ) -> None:
+        self.name = name
+        self.dest = name[2:].replace("-", "_")
+        self.required = required
+        self.default = default
+        self.count = count
+        self.show_default = show_default
+        self.help = help
+
+
+class Subcommand:
+    """A subcommand: its flags (common ones first), its handler and its help line."""
+
+    __slots__ = ("by_name", "flags", "handler", "help")
+
+    def __init__(
+        self, flags: tuple[Flag, ...], handler: Callable[[Opts, Clock], None], help: str
+    ) -> None:
+        self.flags = flags
+        self.by_name = {flag.name: flag for flag in flags}
+        self.handler = handler
+        self.help = help
+
+
+COMMON_FLAGS = (
+    Flag("--model-name", required=True, help="Job name prefix."),
+    Flag(
+        "--log-dir",
+        help="Directory of the #SBATCH --output/--error files (required for pytest "
+        "and custom; bench/eval default to <project-path>/work_dirs/<model>_<time>).",
+    ),
+    Flag("--local-log-dir", help="Directory created locally instead of --log-dir (remote runs)."),
+    Flag("--partition", required=True),
+    Flag("--account", required=True),
+    Flag("--time-limit", default="02:00:00", show_default=True),
+    Flag("--nodes", count=True, default=1, show_default=True),
+    Flag("--ntasks", count=True, default=1, show_default=True),
+    Flag(
+        "--ntasks-per-node",
+        count=True,
+        help="Default: ceil(ntasks / nodes), which is 1 for the default single task.",
+    ),
+    Flag("--gres", default="", help="Empty means no #SBATCH --gres line."),
+    Flag("--docker-image", required=True),
+    Flag("--container-mounts", required=True),
+    Flag("--container-name", help="Default: <model-name>_<subcommand>."),
+    Flag("--container-workdir", help="Default: --project-path."),
+    Flag("--project-path", required=True),
+    Flag(
+        "--mpi", default="none", show_default=True, help="srun --mpi plugin; 'none' means no --mpi."
+    ),
+    Flag("--llm-models-root", default=DEFAULT_MODELS_ROOT, show_default=True),
+    Flag("--output", help="Write the script here (mode 0755) instead of stdout."),
+)
+
+
+# ------------------------------------------------------------- subcommands
 
 
 def _one_line(flag: str, value: str | None) -> None:
@@ -51,56 +146,7 @@ def _one_line(flag: str, value: str | None) -> None:
         raise BuildError(f"{flag} must be a single line; remove the newline")
 
 
-def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    opts = [
-        click.option("--model-name", required=True, help="Job name prefix."),
-        click.option(
-            "--log-dir",
-            default=None,
-            help="Directory of the #SBATCH --output/--error files (required for pytest "
-            "and custom; bench/eval default to <project-path>/work_dirs/<model>_<time>).",
-        ),
-        click.option(
-            "--local-log-dir",
-            default=None,
-            help="Directory created locally instead of --log-dir (remote runs).",
-        ),
-        click.option("--partition", required=True),
-        click.option("--account", required=True),
-        click.option("--time-limit", default="02:00:00", show_default=True),
-        click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True),
-        click.option("--ntasks", type=click.IntRange(min=1), default=1, show_default=True),
-        click.option(
-            "--ntasks-per-node",
-            type=click.IntRange(min=1),
-            default=None,
-            help="Default: ceil(ntasks / nodes), which is 1 for the default single task.",
-        ),
-        click.option("--gres", default="", help="Empty means no #SBATCH --gres line."),
-        click.option("--docker-image", required=True),
-        click.option("--container-mounts", required=True),
-        click.option("--container-name", default=None, help="Default: <model-name>_<subcommand>."),
-        click.option("--container-workdir", default=None, help="Default: --project-path."),
-        click.option("--project-path", required=True),
-        click.option(
-            "--mpi",
-            default="none",
-            show_default=True,
-            help="srun --mpi plugin; 'none' means no --mpi.",
-        ),
-        click.option("--llm-models-root", default=DEFAULT_MODELS_ROOT, show_default=True),
-        click.option(
-            "--output",
-            default=None,
-            help="Write the script here (mode 0755) instead of stdout.",
-        ),
-    ]
-    for opt in reversed(opts):
-        func = opt(func)
-    return func
-
-
-def _emit(subcommand: str, workflow: Workflow, opts: dict[str, Any], shape: TaskShape) -> None:
+def _emit(subcommand: str, workflow: Workflow, opts: Opts, shape: TaskShape) -> None:
     """Resolve the shared flags, build the tree, render it and write it out."""
     model = opts["model_name"]
     for flag in ("model_name", "partition", "account", "time_limit", "gres", "log_dir"):
@@ -134,30 +180,31 @@ def _emit(subcommand: str, workflow: Workflow, opts: dict[str, Any], shape: Task
     local_dir = opts["local_log_dir"] or opts["log_dir"]
     os.makedirs(local_dir, exist_ok=True)
     if opts["output"]:
+        from scriptbuilder.output import write_script
+
         write_script(opts["output"], text)
-        click.echo(f"Wrote {opts['output']}", err=True)
+        _echo(f"Wrote {opts['output']}\n", err=True)
     else:
-        click.echo(text, nl=False)
+        _echo(text)
 
 
-def _require_log_dir(opts: dict[str, Any], subcommand: str) -> None:
+def _require_log_dir(opts: Opts, subcommand: str) -> None:
     if not opts["log_dir"]:
         raise BuildError(f"--log-dir is required for {subcommand}; pass --log-dir <directory>")
 
 
-def _default_log_dir(opts: dict[str, Any]) -> None:
+def _default_log_dir(opts: Opts, clock: Clock) -> None:
     if not opts["log_dir"]:
-        clock: Clock = click.get_current_context().obj or default_clock
         stamp = clock().strftime("%Y%m%d_%H%M%S")
         project = opts["project_path"].rstrip("/")
         opts["log_dir"] = f"{project}/work_dirs/{opts['model_name']}_{stamp}"
 
 
-def _explicit_mpi(opts: dict[str, Any]) -> str | None:
+def _explicit_mpi(opts: Opts) -> str | None:
     return None if opts["mpi"] == "none" else opts["mpi"]
 
 
-def _shape(opts: dict[str, Any], mpi: str | None) -> TaskShape:
+def _shape(opts: Opts, mpi: str | None) -> TaskShape:
     """The job's task layout; fills in ``--ntasks-per-node`` when not given."""
     nodes, ntasks = opts["nodes"], opts["ntasks"]
     if opts["ntasks_per_node"] is None:
@@ -171,73 +218,35 @@ def _shape(opts: dict[str, Any], mpi: str | None) -> TaskShape:
     return TaskShape(nodes, ntasks, opts["ntasks_per_node"], mpi)
 
 
-@click.group(
-    name=PROG,
-    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
-)
-@click.version_option(__version__, prog_name=PROG)
-def cli() -> None:
-    """Generate a Slurm batch script for a TensorRT-LLM test job."""
-
-
-@cli.command("pytest")
-@_common_options
-@click.option("--test-cmd", required=True, help="The pytest command line, run as written.")
-def pytest_subcommand(test_cmd: str, **opts: Any) -> None:
-    """A pytest run (single node)."""
+def _pytest(opts: Opts, clock: Clock) -> None:
     from scriptbuilder.workflows.pytest_workflow import PytestWorkflow
 
     _require_log_dir(opts, "pytest")
-    _emit("pytest", PytestWorkflow(test_cmd), opts, _shape(opts, _explicit_mpi(opts)))
+    workflow = PytestWorkflow(opts["test_cmd"])
+    _emit("pytest", workflow, opts, _shape(opts, _explicit_mpi(opts)))
 
 
-@cli.command("custom")
-@_common_options
-@click.option("--custom-cmd", required=True, help="The command line, run once per task.")
-@click.option(
-    "--run-script",
-    default=None,
-    help="Run script executed in the step (default: the one shipped with scriptbuilder, "
-    "inlined in the batch script).",
-)
-@click.option("--custom-env", default="", help="Shell assignments applied before the command.")
-@click.option("--custom-workdir", default=None, help="Default: the container workdir.")
-def custom_subcommand(
-    custom_cmd: str,
-    run_script: str | None,
-    custom_env: str,
-    custom_workdir: str | None,
-    **opts: Any,
-) -> None:
-    """A custom command."""
+def _custom(opts: Opts, clock: Clock) -> None:
     from scriptbuilder.workflows.custom import CustomWorkflow
 
     _require_log_dir(opts, "custom")
     workdir = opts["container_workdir"] or opts["project_path"]
     workflow = CustomWorkflow(
-        custom_cmd,
-        custom_env=custom_env,
-        custom_workdir=custom_workdir or workdir,
+        opts["custom_cmd"],
+        custom_env=opts["custom_env"],
+        custom_workdir=opts["custom_workdir"] or workdir,
         project_path=opts["project_path"],
-        run_script=run_script,
+        run_script=opts["run_script"],
     )
     _emit("custom", workflow, opts, _shape(opts, _explicit_mpi(opts)))
 
 
-@cli.command("bench")
-@_common_options
-@click.option(
-    "--bench-cmd",
-    required=True,
-    help="trtllm-bench command; a top-level '&&' separates the prepare-dataset step.",
-)
-def bench_subcommand(bench_cmd: str, **opts: Any) -> None:
-    """A trtllm-bench run (prepare-dataset step, then the benchmark)."""
+def _bench(opts: Opts, clock: Clock) -> None:
     from scriptbuilder.shellwords import ShellSyntaxError, split_top_level
     from scriptbuilder.workflows.bench import BenchWorkflow
 
     try:
-        parts = split_top_level(bench_cmd, "&&")
+        parts = split_top_level(opts["bench_cmd"], "&&")
     except ShellSyntaxError as exc:
         raise BuildError(f"--bench-cmd: {exc}") from None
     if "" in parts and len(parts) > 1:
@@ -251,16 +260,12 @@ def bench_subcommand(bench_cmd: str, **opts: Any) -> None:
             "(<prepare-dataset command> && <benchmark command>)"
         )
     prep, run = (parts[0], parts[1]) if len(parts) == 2 else ("", parts[0])
-    _default_log_dir(opts)
+    _default_log_dir(opts, clock)
     mpi = pmix_plugin(_explicit_mpi(opts)) if opts["ntasks"] > 1 else None
     _emit("bench", BenchWorkflow(prep, run), opts, _shape(opts, mpi))
 
 
-@cli.command("eval")
-@_common_options
-@click.option("--eval-cmd", required=True, help="trtllm-eval command line, run as written.")
-def eval_subcommand(eval_cmd: str, **opts: Any) -> None:
-    """A trtllm-eval run (single node)."""
+def _eval(opts: Opts, clock: Clock) -> None:
     from scriptbuilder.workflows.eval import EvalWorkflow
 
     if opts["nodes"] > 1:
@@ -268,25 +273,243 @@ def eval_subcommand(eval_cmd: str, **opts: Any) -> None:
             f"eval is single-node only (--nodes {opts['nodes']}); use --nodes 1, or the "
             "perf-sanity path for multi-node accuracy runs"
         )
-    _default_log_dir(opts)
+    _default_log_dir(opts, clock)
     mpi = pmix_plugin(_explicit_mpi(opts)) if opts["ntasks"] > 1 else None
-    _emit("eval", EvalWorkflow(eval_cmd), opts, _shape(opts, mpi))
+    _emit("eval", EvalWorkflow(opts["eval_cmd"]), opts, _shape(opts, mpi))
+
+
+COMMANDS: dict[str, Subcommand] = {
+    "pytest": Subcommand(
+        (
+            *COMMON_FLAGS,
+            Flag("--test-cmd", required=True, help="The pytest command line, run as written."),
+        ),
+        _pytest,
+        "A pytest run (single node).",
+    ),
+    "custom": Subcommand(
+        (
+            *COMMON_FLAGS,
+            Flag("--custom-cmd", required=True, help="The command line, run once per task."),
+            Flag(
+                "--run-script",
+                help="Run script executed in the step (default: the one shipped with "
+                "scriptbuilder, inlined in the batch script).",
+            ),
+            Flag("--custom-env", default="", help="Shell assignments applied before the command."),
+            Flag("--custom-workdir", help="Default: the container workdir."),
+        ),
+        _custom,
+        "A custom command.",
+    ),
+    "bench": Subcommand(
+        (
+            *COMMON_FLAGS,
+            Flag(
+                "--bench-cmd",
+                required=True,
+                help="trtllm-bench command; a top-level '&&' separates the prepare-dataset step.",
+            ),
+        ),
+        _bench,
+        "A trtllm-bench run (prepare-dataset step, then the benchmark).",
+    ),
+    "eval": Subcommand(
+        (
+            *COMMON_FLAGS,
+            Flag("--eval-cmd", required=True, help="trtllm-eval command line, run as written."),
+        ),
+        _eval,
+        "A trtllm-eval run (single node).",
+    ),
+}
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def parse_simple(args: Sequence[str]) -> tuple[str, Opts] | None:
+    """``(subcommand, values)`` for a well-formed call, the values click would pass;
+    None for anything click must handle (help, errors, repeated flags...)."""
+    if not args or _COMPLETE_VAR in os.environ:
+        return None
+    command = COMMANDS.get(args[0])
+    if command is None:
+        return None
+    given: dict[str, str] = {}
+    i, n = 1, len(args)
+    while i < n:
+        token = args[i]
+        if token[:2] != "--" or token == "--":
+            return None
+        if "=" in token:
+            name, value = token.split("=", 1)
+            i += 1
+        elif i + 1 < n:
+            name, value = token, args[i + 1]
+            i += 2
+        else:
+            return None
+        flag = command.by_name.get(name)
+        if flag is None or flag.dest in given:
+            return None
+        given[flag.dest] = value
+    opts: Opts = {}
+    for flag in command.flags:
+        if flag.dest not in given:
+            if flag.required:
+                return None
+            opts[flag.dest] = flag.default
+            continue
+        value = given[flag.dest]
+        if flag.count:
+            if not (value.isascii() and value.isdigit()) or int(value) < 1:
+                return None
+            opts[flag.dest] = int(value)
+        else:
+            opts[flag.dest] = value
+    return args[0], opts
+
+
+# ----------------------------------------------------------------- output
+
+
+def _echo(text: str, *, err: bool = False) -> None:
+    """``click.echo(text, nl=False)``: written straight to a standard text stream
+    with a real encoding; click (which strips ANSI codes when not on a terminal
+    and repairs ASCII-configured streams) writes everything else."""
+    stream = sys.stderr if err else sys.stdout
+    if stream is None:
+        return
+    if "\x1b" in text or not _plain_stream(stream):
+        import click
+
+        click.echo(text, nl=False, err=err)
+        return
+    stream.write(text)
+    stream.flush()
+
+
+def _plain_stream(stream: object) -> bool:
+    import codecs
+    import io
+
+    if type(stream) is not io.TextIOWrapper:
+        return False
+    try:
+        return codecs.lookup(stream.encoding).name != "ascii"
+    except LookupError:
+        return False
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
-    click.echo(f"{PROG}: error: {message}", err=True)
+    _echo(f"{PROG}: error: {message}\n", err=True)
     sys.exit(code)
 
 
-def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> None:
-    """Console entry point. ``clock`` replaces the wall clock (tests)."""
+class _QuietFlush:
+    """Like click: after a broken pipe, flushing at exit must not raise again."""
+
+    def __init__(self, wrapped: Any) -> None:
+        self.wrapped = wrapped
+
+    def flush(self) -> None:
+        import errno
+
+        try:
+            self.wrapped.flush()
+        except OSError as exc:
+            if exc.errno != errno.EPIPE:
+                raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.wrapped, name)
+
+
+def _run_simple(subcommand: str, opts: Opts, clock: Clock) -> None:
+    """Run a call read by :func:`parse_simple`, with the outcomes click gives."""
+    import errno
+
     try:
-        rc = cli.main(
-            args=list(argv) if argv is not None else None,
-            obj=clock,
-            prog_name=PROG,
-            standalone_mode=False,
+        COMMANDS[subcommand].handler(opts, clock)
+    except (EOFError, KeyboardInterrupt):
+        _echo("\n", err=True)
+        _fail("aborted", 1)
+    except BuildError as exc:
+        _fail(str(exc))
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            sys.stdout = _QuietFlush(sys.stdout)
+            sys.stderr = _QuietFlush(sys.stderr)
+            sys.exit(1)
+        _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), 1)
+
+
+# ------------------------------------------------------------------ click
+
+
+def _click_option(flag: Flag) -> click.Option:
+    import click
+
+    extra: dict[str, Any] = {}
+    if not flag.required:
+        extra["default"] = flag.default
+    if flag.count:
+        extra["type"] = click.IntRange(min=1)
+    if flag.show_default:
+        extra["show_default"] = True
+    if flag.help is not None:
+        extra["help"] = flag.help
+    return click.Option([flag.name], required=flag.required, **extra)
+
+
+def _click_callback(name: str) -> Callable[..., None]:
+    def callback(**opts: Any) -> None:
+        import click
+
+        clock: Clock = click.get_current_context().obj or default_clock
+        COMMANDS[name].handler(opts, clock)
+
+    return callback
+
+
+_CLI: list[click.Group] = []
+
+
+def click_group() -> click.Group:
+    """The click interface built from ``COMMANDS`` (made on first use)."""
+    if _CLI:
+        return _CLI[0]
+    import click
+
+    @click.group(
+        name=PROG,
+        context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    )
+    @click.version_option(__version__, prog_name=PROG)
+    def cli() -> None:
+        """Generate a Slurm batch script for a TensorRT-LLM test job."""
+
+    for name, command in COMMANDS.items():
+        params: list[click.Parameter] = [_click_option(flag) for flag in command.flags]
+        cli.add_command(
+            click.Command(name, params=params, callback=_click_callback(name), help=command.help)
         )
+    _CLI.append(cli)
+    return cli
+
+
+def __getattr__(name: str) -> Any:
+    if name == "cli":
+        return click_group()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _main_click(args: list[str], clock: Clock | None) -> None:
+    import click
+
+    try:
+        rc = click_group().main(args=args, obj=clock, prog_name=PROG, standalone_mode=False)
         if isinstance(rc, int) and rc:
             sys.exit(rc)
     except click.exceptions.Exit as exc:
@@ -302,6 +525,16 @@ def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> No
         _fail(str(exc))
     except OSError as exc:
         _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), 1)
+
+
+def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> None:
+    """Console entry point. ``clock`` replaces the wall clock (tests)."""
+    args = list(argv) if argv is not None else sys.argv[1:]
+    simple = parse_simple(args)
+    if simple is None:
+        _main_click(args, clock)
+    else:
+        _run_simple(*simple, clock or default_clock)
 
 
 if __name__ == "__main__":

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from scriptbuilder.job import TaskShape, WorkflowPlan
-from scriptbuilder.scenarios.base import Scenario
-from scriptbuilder.script_tree import SbatchScript, ShellScript
-from scriptbuilder.workflows.base import Workflow
+from scriptbuilder.render import render
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from scriptbuilder.job import TaskShape, WorkflowPlan
+    from scriptbuilder.scenarios.base import Scenario
+    from scriptbuilder.script_tree import SbatchScript, ShellScript
+    from scriptbuilder.workflows.base import Workflow
 
 
 class JobBuilder:
@@ -25,6 +29,4 @@ class JobBuilder:
 
     def render(self) -> str:
         """The script text (the tree through the one renderer)."""
-        from scriptbuilder.render import render
-
         return render(self.build())

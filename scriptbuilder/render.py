@@ -9,11 +9,14 @@ Quoting rules, applied by construction:
 * ``#SBATCH`` values are written in the form sbatch's own directive parser
   reads: bare when safe, otherwise in double quotes with ``\\`` and ``"``
   escaped by a backslash.
+
+Speed: tree nodes are immutable, so a node's text is computed once and kept in
+the node (``_memo``): words, commands, ``srun`` options, ``bash -c`` bodies and
+block statements. Nodes shared between scripts (the constant parts the
+scenarios and workflows build once) are therefore rendered once per process.
 """
 
 from __future__ import annotations
-
-import re
 
 from scriptbuilder.script_tree import (
     Assign,
@@ -40,8 +43,18 @@ from scriptbuilder.script_tree import (
     Word,
 )
 
-_SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+\Z")
-_SAFE_DIRECTIVE = re.compile(r"[A-Za-z0-9_@%+=:,./()\[\]*-]+\Z")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from scriptbuilder.script_tree import Part
+
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+#: Characters of a word left bare (as ``[A-Za-z0-9_@%+=:,./-]``).
+_SAFE = frozenset(_ALNUM + "_@%+=:,./-")
+#: Characters of an ``#SBATCH`` value left bare.
+_SAFE_DIRECTIVE = _SAFE | frozenset("()[]*")
 _RESERVED = frozenset(
     [
         "if",
@@ -72,13 +85,22 @@ _INDENT = "  "
 
 def quote_literal(text: str) -> str:
     """Quote ``text`` so the shell reads it back unchanged as one word."""
-    if text and (_SAFE.match(text) or text in ("[", "]")):
+    if text and (_SAFE.issuperset(text) or text in ("[", "]")):
         return text
     return "'" + text.replace("'", "'\\''") + "'"
 
 
 def _dq_escape(text: str) -> str:
-    return re.sub(r'([\\"$`])', r"\\\1", text)
+    """Escape ``\\``, ``"``, ``$`` and backtick for a double-quoted context."""
+    if "\\" in text:
+        text = text.replace("\\", "\\\\")
+    if '"' in text:
+        text = text.replace('"', '\\"')
+    if "$" in text:
+        text = text.replace("$", "\\$")
+    if "`" in text:
+        text = text.replace("`", "\\`")
+    return text
 
 
 def _render_var(var: Var) -> str:
@@ -91,29 +113,56 @@ def _render_var(var: Var) -> str:
     return "${" + var.name + ":-" + _dq_escape(var.default) + "}"
 
 
+def _script_text(part: ScriptText) -> str:
+    text: str | None = part._memo
+    if text is None:
+        text = part._memo = render_inline(part.body)
+    return text
+
+
+def _literal_text(parts: tuple[Part, ...]) -> str | None:
+    """The text of a word made only of literal parts; None when a part expands."""
+    if len(parts) == 1 and isinstance(parts[0], Lit):
+        return parts[0].text
+    out = []
+    for part in parts:
+        if isinstance(part, Lit):
+            out.append(part.text)
+        elif isinstance(part, ScriptText):
+            out.append(_script_text(part))
+        else:
+            return None
+    return "".join(out)
+
+
 def render_word(word: Word, *, command_name: bool = False) -> str:
-    if word.parts == (Var("?"),):
-        return "$?"
-    return _render_word(word, command_name=command_name)
-
-
-def _render_word(word: Word, *, command_name: bool = False) -> str:
     """Render one word. ``command_name`` forces quoting of text the shell would
     read as an assignment, reserved word or job spec in command position."""
-    if all(isinstance(p, (Lit, ScriptText)) for p in word.parts):
-        text = "".join(
-            p.text if isinstance(p, Lit) else render_inline(p.body)  # type: ignore[union-attr]
-            for p in word.parts
-        )
-        if command_name and ("=" in text or text in _RESERVED or text.startswith("%")):
+    if command_name:
+        text = _literal_text(word.parts)
+        if text is not None and ("=" in text or text in _RESERVED or text.startswith("%")):
             return "'" + text.replace("'", "'\\''") + "'"
+    memo: str | None = word._memo
+    if memo is None:
+        memo = word._memo = _word_text(word)
+    return memo
+
+
+def _word_text(word: Word) -> str:
+    parts = word.parts
+    if len(parts) == 1:
+        only = parts[0]
+        if isinstance(only, Var) and only.name == "?" and only.default is None:
+            return "$?"
+    text = _literal_text(parts)
+    if text is not None:
         return quote_literal(text)
     out = []
-    for part in word.parts:
+    for part in parts:
         if isinstance(part, Lit):
             out.append(_dq_escape(part.text))
         elif isinstance(part, ScriptText):
-            out.append(_dq_escape(render_inline(part.body)))
+            out.append(_dq_escape(_script_text(part)))
         elif isinstance(part, Var):
             out.append(_render_var(part))
         elif isinstance(part, Subst):
@@ -122,14 +171,27 @@ def _render_word(word: Word, *, command_name: bool = False) -> str:
 
 
 def render_command(command: Command) -> str:
-    first, *rest = command.argv
-    return " ".join([render_word(first, command_name=True), *(render_word(w) for w in rest)])
+    memo: str | None = command._memo
+    if memo is None:
+        first, *rest = command.argv
+        memo = command._memo = " ".join(
+            [render_word(first, command_name=True), *[render_word(w) for w in rest]]
+        )
+    return memo
 
 
 def render_option(option: SrunOption) -> str:
-    if option.value is None:
-        return quote_literal(option.name)
-    return render_word(Word((Lit(option.name + "="), *option.value.parts)))
+    memo: str | None = option._memo
+    if memo is None:
+        value = option.value
+        if value is None:
+            memo = quote_literal(option.name)
+        elif len(value.parts) == 1 and isinstance(value.parts[0], Lit):
+            memo = quote_literal(option.name + "=" + value.parts[0].text)
+        else:
+            memo = render_word(Word((Lit(option.name + "="), *value.parts)))
+        option._memo = memo
+    return memo
 
 
 def render_directive(directive: Directive) -> str:
@@ -137,7 +199,7 @@ def render_directive(directive: Directive) -> str:
     if directive.value is None:
         return head
     value = directive.value
-    if not (value and _SAFE_DIRECTIVE.match(value)):
+    if not (value and _SAFE_DIRECTIVE.issuperset(value)):
         value = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return f"{head}={value}"
 
@@ -152,8 +214,9 @@ def _clear_env_lines(node: ClearEnv) -> list[str]:
 def _continued(head: str, lines: list[str]) -> list[str]:
     """``head \\`` followed by indented continuation lines."""
     out = [head + " \\"]
-    for i, line in enumerate(lines):
-        out.append(_INDENT + line + ("" if i == len(lines) - 1 else " \\"))
+    out += [_INDENT + line + " \\" for line in lines[:-1]]
+    if lines:
+        out.append(_INDENT + lines[-1])
     return out
 
 
@@ -165,33 +228,70 @@ def _launch_words(node: Srun | DockerRun) -> tuple[str, list[str]]:
     return "docker run", [*options, render_word(node.image), render_command(node.payload)]
 
 
-def _statement_lines(node: Statement) -> list[str]:
-    if isinstance(node, Comment):
-        return ["# " + line if line else "#" for line in node.text.split("\n")]
-    if isinstance(node, Blank):
-        return [""]
-    if isinstance(node, Export):
-        return [f"export {node.name}={render_word(node.value)}"]
-    if isinstance(node, Assign):
-        return [f"{node.name}={render_word(node.value)}"]
-    if isinstance(node, Run):
-        return [render_command(node.command)]
-    if isinstance(node, ClearEnv):
-        return _clear_env_lines(node)
-    if isinstance(node, If):
-        body = [_INDENT + line for child in node.body for line in _statement_lines(child)]
-        return [f"if {render_command(node.test)}; then", *body, "fi"]
-    if isinstance(node, (Srun, DockerRun)):
-        head, words = _launch_words(node)
-        return _continued(head, words)
-    if isinstance(node, Exit):
-        return [f"exit {render_word(node.status)}"]
-    if isinstance(node, Subshell):
-        return _inline_lines(node)
-    raise TypeError(f"not a statement node: {node!r}")
+def _comment(node: Comment) -> list[str]:
+    return ["# " + line if line else "#" for line in node.text.split("\n")]
 
 
-def _inline_lines(node: Statement) -> list[str]:
+def _blank(node: Blank) -> list[str]:
+    return [""]
+
+
+def _export(node: Export) -> list[str]:
+    return [f"export {node.name}={render_word(node.value)}"]
+
+
+def _assign(node: Assign) -> list[str]:
+    return [f"{node.name}={render_word(node.value)}"]
+
+
+def _run(node: Run) -> list[str]:
+    return [render_command(node.command)]
+
+
+def _if(node: If) -> list[str]:
+    body = [_INDENT + line for child in node.body for line in _statement_lines(child)]
+    return [f"if {render_command(node.test)}; then", *body, "fi"]
+
+
+def _launch(node: Srun | DockerRun) -> list[str]:
+    head, words = _launch_words(node)
+    return _continued(head, words)
+
+
+def _exit(node: Exit) -> list[str]:
+    return [f"exit {render_word(node.status)}"]
+
+
+_BLOCK: dict[type, Callable[[Any], list[str]]] = {
+    Comment: _comment,
+    Blank: _blank,
+    Export: _export,
+    Assign: _assign,
+    Run: _run,
+    ClearEnv: _clear_env_lines,
+    If: _if,
+    Srun: _launch,
+    DockerRun: _launch,
+    Exit: _exit,
+}
+
+
+def _statement_lines(node: Statement) -> tuple[str, ...]:
+    """The lines of a statement at block level (kept in the node once rendered)."""
+    memo: tuple[str, ...] | None = node._memo
+    if memo is None:
+        if node.__class__ is Subshell:
+            lines = _inline_lines(node)
+        else:
+            block = _BLOCK.get(node.__class__)
+            if block is None:
+                raise TypeError(f"not a statement node: {node!r}")
+            lines = block(node)
+        memo = node._memo = tuple(lines)
+    return memo
+
+
+def _inline_lines(node: Statement) -> list[str] | tuple[str, ...]:
     if isinstance(node, If):
         inner = [line for child in node.body for line in _inline_lines(child)]
         return [f"if {render_command(node.test)}; then {'; '.join(inner)}; fi"]
@@ -213,7 +313,8 @@ def render_inline(body: tuple[Statement, ...]) -> str:
 
 
 def render_statements(body: tuple[Statement, ...]) -> str:
-    return "".join(line + "\n" for node in body for line in _statement_lines(node))
+    lines = [line for node in body for line in _statement_lines(node)]
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 def render(script: SbatchScript | ShellScript) -> str:
@@ -223,8 +324,8 @@ def render(script: SbatchScript | ShellScript) -> str:
         lines += [render_directive(d) for d in script.directives]
         for comment in script.header:
             lines += _statement_lines(comment)
-    text = "\n".join(lines) + "\n"
-    return text + render_statements(script.body)
+    lines += [line for node in script.body for line in _statement_lines(node)]
+    return "\n".join(lines) + "\n"
 
 
 def render_one_line(node: Srun | DockerRun) -> str:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar
 
-from scriptbuilder.job import WorkflowPlan
-from scriptbuilder.script_tree import SbatchScript, ShellScript
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
+
+    from scriptbuilder.job import WorkflowPlan
+    from scriptbuilder.script_tree import SbatchScript, ShellScript
 
 
 class Scenario(ABC):

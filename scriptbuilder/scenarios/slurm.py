@@ -7,8 +7,6 @@ step's exit code.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from scriptbuilder.errors import BuildError
 from scriptbuilder.job import (
     MPI_ENV_KEEP,
@@ -31,14 +29,19 @@ from scriptbuilder.script_tree import (
     If,
     Run,
     SbatchScript,
+    ScriptText,
     Srun,
     SrunOption,
     Statement,
     Subst,
     Var,
     Word,
-    inline_bash,
+    to_word,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 STATUS = "rc"
 
@@ -81,71 +84,115 @@ def directives(alloc: SlurmAllocation) -> tuple[Directive, ...]:
     return tuple(lines)
 
 
-def srun_step(step: Step, container: Container) -> Srun:
-    shape = step.shape
-    options = [
-        SrunOption("-l"),
-        SrunOption("--nodes", Word.of(str(shape.nodes))),
-        SrunOption("--ntasks", Word.of(str(shape.ntasks))),
-        SrunOption("--ntasks-per-node", Word.of(str(shape.ntasks_per_node))),
-    ]
-    if shape.mpi:
-        options.append(SrunOption("--mpi", Word.of(shape.mpi)))
-    options += [
+_DASH_L = SrunOption("-l")
+_KILL_ON_BAD_EXIT = SrunOption("--kill-on-bad-exit", Word.of("1"))
+_CLEAR_MPI_ENV = ClearEnv(MPI_ENV_PREFIXES, MPI_ENV_KEEP)
+#: ``(option, value) -> SrunOption`` for the task counts and ``--mpi``: few distinct
+#: values, so each option node (and its rendered text) is made once.
+_SHAPE_OPTIONS: dict[tuple[str, str], SrunOption] = {}
+#: ``(clear_mpi_env, id(body)) -> (body, word)``, the word being the ``bash -c``
+#: argument: workflows reuse their step bodies, so each is rendered once (the entry
+#: keeps the body alive, so its id cannot be reused while it is cached).
+_STEP_SCRIPTS: dict[tuple[bool, int], tuple[tuple[Statement, ...], Word]] = {}
+_CACHE_LIMIT = 1024
+
+
+def _shape_option(name: str, value: str) -> SrunOption:
+    option = _SHAPE_OPTIONS.get((name, value))
+    if option is None:
+        if len(_SHAPE_OPTIONS) >= _CACHE_LIMIT:
+            _SHAPE_OPTIONS.clear()
+        option = _SHAPE_OPTIONS[name, value] = SrunOption(name, Word.of(value))
+    return option
+
+
+def _step_script(step: Step) -> Word:
+    key = (step.clear_mpi_env, id(step.body))
+    entry = _STEP_SCRIPTS.get(key)
+    if entry is None or entry[0] is not step.body:
+        body: tuple[Statement, ...] = step.body
+        if step.clear_mpi_env:
+            body = (_CLEAR_MPI_ENV, *body)
+        if len(_STEP_SCRIPTS) >= _CACHE_LIMIT:
+            _STEP_SCRIPTS.clear()
+        entry = _STEP_SCRIPTS[key] = (step.body, Word((ScriptText(body),)))
+    return entry[1]
+
+
+def _container_options(container: Container) -> tuple[SrunOption, ...]:
+    return (
         SrunOption("--container-image", Word.of(container.image)),
         SrunOption("--container-name", Word.of(container.name)),
         SrunOption("--container-mounts", Word.of(container.mounts)),
         SrunOption("--container-workdir", Word.of(container.workdir)),
-        SrunOption("--kill-on-bad-exit", Word.of("1")),
+        _KILL_ON_BAD_EXIT,
+    )
+
+
+def _srun(step: Step, container_options: tuple[SrunOption, ...]) -> Srun:
+    shape = step.shape
+    options = [
+        _DASH_L,
+        _shape_option("--nodes", str(shape.nodes)),
+        _shape_option("--ntasks", str(shape.ntasks)),
+        _shape_option("--ntasks-per-node", str(shape.ntasks_per_node)),
     ]
-    body: tuple[Statement, ...] = step.body
-    if step.clear_mpi_env:
-        body = (ClearEnv(MPI_ENV_PREFIXES, MPI_ENV_KEEP), *body)
-    return Srun(tuple(options), inline_bash(body, "step", step.args))
+    if shape.mpi:
+        options.append(_shape_option("--mpi", shape.mpi))
+    payload = Command((_BASH, _DASH_C, _step_script(step), _STEP, *[to_word(a) for a in step.args]))
+    return Srun((*options, *container_options), payload)
+
+
+def srun_step(step: Step, container: Container) -> Srun:
+    return _srun(step, _container_options(container))
+
+
+_BASH = Word.of("bash")
+_DASH_C = Word.of("-c")
+_STEP = Word.of("step")
+_STATUS_OK = Command.of("[", Word.of(Var(STATUS)), "-eq", "0", "]")
+_BLANK = Blank()
+_STATUS_ZERO = Assign(STATUS, Word.of("0"))
+_STATUS_FROM_STEP = Assign(STATUS, Word.of(Var("?")))
+_JOB_ID = Var("SLURM_JOB_ID", "")
+_DATE = Subst(Command.of("date"))
 
 
 def _status_ok() -> Command:
-    return Command.of("[", Word.of(Var(STATUS)), "-eq", "0", "]")
+    return _STATUS_OK
 
 
 def _echo(*parts: str | Var | Subst) -> Run:
     return Run(Command.of("echo", Word.of(*parts)))
 
 
+_STARTED = _echo("Job ", _JOB_ID, " started at ", _DATE, " on ", Subst(Command.of("hostname")))
+_FINISHED = _echo("Job ", _JOB_ID, " finished at ", _DATE, " with exit code ", Var(STATUS))
+_EXIT = Exit(Word.of(Var(STATUS)))
+_COMMENTS: dict[str, Comment] = {}
+
+
+def _comment(text: str) -> Comment:
+    comment = _COMMENTS.get(text)
+    if comment is None:
+        if len(_COMMENTS) >= _CACHE_LIMIT:
+            _COMMENTS.clear()
+        comment = _COMMENTS[text] = Comment(text)
+    return comment
+
+
 def job_body(
     plan: WorkflowPlan, container: Container, exports: tuple[tuple[str, str], ...]
 ) -> tuple[Statement, ...]:
-    job_id = Var("SLURM_JOB_ID", "")
-    body: list[Statement] = [Blank()]
+    body: list[Statement] = [_BLANK]
     for name, value in (*exports, *plan.env):
         body.append(Export(name, Word.of(value)))
-    body += [
-        Blank(),
-        _echo(
-            "Job ",
-            job_id,
-            " started at ",
-            Subst(Command.of("date")),
-            " on ",
-            Subst(Command.of("hostname")),
-        ),
-        Assign(STATUS, Word.of("0")),
-    ]
+    body += [_BLANK, _STARTED, _STATUS_ZERO]
+    container_options = _container_options(container)
     for step in plan.steps:
-        run = (Comment(step.label), srun_step(step, container), Assign(STATUS, Word.of(Var("?"))))
-        body += [Blank(), If(_status_ok(), run)]
-    body += [
-        Blank(),
-        _echo(
-            "Job ",
-            job_id,
-            " finished at ",
-            Subst(Command.of("date")),
-            " with exit code ",
-            Var(STATUS),
-        ),
-        Exit(Word.of(Var(STATUS))),
-    ]
+        run = (_comment(step.label), _srun(step, container_options), _STATUS_FROM_STEP)
+        body += [_BLANK, If(_STATUS_OK, run)]
+    body += [_BLANK, _FINISHED, _EXIT]
     return tuple(body)
 
 
@@ -170,7 +217,7 @@ class SlurmScenario(Scenario):
     def assemble(self, plan: WorkflowPlan) -> SbatchScript:
         return SbatchScript(
             directives=directives(self.allocation),
-            header=tuple(Comment(line) for line in self.header),
+            header=tuple([_comment(line) for line in self.header]),
             body=job_body(plan, self.container, self.exports),
         )
 

@@ -3,22 +3,37 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar
 
 from scriptbuilder.job import Step, TaskShape, WorkflowPlan
 from scriptbuilder.script_tree import Command, If, Run, Statement, Var
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
+
 LLMAPI_LAUNCH = "trtllm-llmapi-launch"
+
+# Step bodies are immutable trees built once: every job shares them, so each is
+# rendered once per process (see scriptbuilder.render).
+_RUN_USER_COMMAND: tuple[Statement, ...] = (Run(Command.of("eval", Var("1"))),)
+_RUN_UNDER_LAUNCHER: tuple[Statement, ...] = (
+    Run(Command.of(LLMAPI_LAUNCH, "bash", "-c", Var("1"), "workload")),
+)
+INSTALL_BODY: tuple[Statement, ...] = (
+    Run(Command.of("set", "-e")),
+    Run(Command.of("pip", "install", "-e", ".")),
+    Run(Command.of("pip", "install", "-r", "requirements-dev.txt")),
+)
 
 
 def run_user_command() -> tuple[Statement, ...]:
     """Run ``$1`` as a shell command line, exactly as the user wrote it."""
-    return (Run(Command.of("eval", Var("1"))),)
+    return _RUN_USER_COMMAND
 
 
 def run_user_command_under_launcher() -> tuple[Statement, ...]:
     """Run ``$1`` as a shell command line under ``trtllm-llmapi-launch``."""
-    return (Run(Command.of(LLMAPI_LAUNCH, "bash", "-c", Var("1"), "workload")),)
+    return _RUN_UNDER_LAUNCHER
 
 
 def starts_with_launcher(command: str) -> bool:
@@ -47,11 +62,7 @@ class Workflow(ABC):
 
     def install_body(self) -> tuple[Statement, ...]:
         """Installs the project in the container before the workload runs."""
-        return (
-            Run(Command.of("set", "-e")),
-            Run(Command.of("pip", "install", "-e", ".")),
-            Run(Command.of("pip", "install", "-r", "requirements-dev.txt")),
-        )
+        return INSTALL_BODY
 
     def install_step(self, shape: TaskShape) -> Step:
         """One install task on every node, in the same named container."""

@@ -2,24 +2,35 @@
 
 from __future__ import annotations
 
-from functools import cache
-from pathlib import Path
-
 from scriptbuilder.job import Step, TaskShape
 from scriptbuilder.script_tree import Command, Run, Statement, Var
 from scriptbuilder.workflows.base import Workflow, single_node_without_mpi
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
 RUN_SCRIPT_NAME = "slurm_run_custom.sh"
+# Built once: every custom job shares these step bodies (rendered once per process).
+_RUN_PACKAGED: tuple[Statement, ...] = (Run(Command.of("bash", "-c", Var("1"), RUN_SCRIPT_NAME)),)
+_RUN_FILE: tuple[Statement, ...] = (Run(Command.of("bash", Var("1"))),)
 
 
 def packaged_run_script_path() -> Path:
     """The run script shipped with scriptbuilder."""
+    from pathlib import Path  # not at import: the drop-in CLI starts faster without it
+
     return Path(__file__).resolve().parent.parent / "data" / RUN_SCRIPT_NAME
 
 
-@cache
+_PACKAGED_TEXT: list[str] = []
+
+
 def packaged_run_script() -> str:
-    return packaged_run_script_path().read_text(encoding="utf-8")
+    """The packaged run script's text (read once)."""
+    if not _PACKAGED_TEXT:
+        _PACKAGED_TEXT.append(packaged_run_script_path().read_text(encoding="utf-8"))
+    return _PACKAGED_TEXT[0]
 
 
 class CustomWorkflow(Workflow):
@@ -61,9 +72,8 @@ class CustomWorkflow(Workflow):
     def _run(self) -> tuple[tuple[Statement, ...], tuple[str, ...]]:
         """The step body and its arguments: the run script's text or its path."""
         if self.run_script is None:
-            body = Run(Command.of("bash", "-c", Var("1"), RUN_SCRIPT_NAME))
-            return (body,), (packaged_run_script(),)
-        return (Run(Command.of("bash", Var("1"))),), (self.run_script,)
+            return _RUN_PACKAGED, (packaged_run_script(),)
+        return _RUN_FILE, (self.run_script,)
 
     def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:
         body, args = self._run()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from scriptbuilder.job import Step, TaskShape
 from scriptbuilder.script_tree import Statement
 from scriptbuilder.workflows.base import (
+    INSTALL_BODY,
     Workflow,
     optional_requirements,
     run_user_command,
@@ -14,6 +15,10 @@ from scriptbuilder.workflows.base import (
 )
 
 EVAL_REQUIREMENTS = "examples/trtllm-eval/requirements.txt"
+_EVAL_INSTALL_BODY: tuple[Statement, ...] = (
+    *INSTALL_BODY,
+    optional_requirements(EVAL_REQUIREMENTS),
+)
 
 
 class EvalWorkflow(Workflow):
@@ -25,7 +30,7 @@ class EvalWorkflow(Workflow):
         self.eval_cmd = eval_cmd
 
     def install_body(self) -> tuple[Statement, ...]:
-        return (*super().install_body(), optional_requirements(EVAL_REQUIREMENTS))
+        return _EVAL_INSTALL_BODY
 
     def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:
         multi = shape.ntasks > 1 and not starts_with_launcher(self.eval_cmd)

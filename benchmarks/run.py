@@ -1,0 +1,730 @@
+"""Benchmarks: CLI start-up, in-process throughput and the scaling of the file walks.
+
+Standard library only (plus scriptbuilder itself). ``python benchmarks/run.py``
+runs the full set in a few minutes; ``--smoke`` runs tiny sizes and few runs in
+seconds (CI calls it so the benchmark keeps working; its timings mean little).
+Timings are printed, never asserted: the ``check`` column compares each figure
+with the target of the performance issue, and the exit status is non-zero only
+when a benchmarked command fails.
+
+Sections
+--------
+* start-up: each drop-in CLI subcommand, through ``python -m
+  scriptbuilder.compat`` and through the installed ``build_slurm_script``
+  console script, and ``scriptbuilder build`` on a JSON pytest request, all
+  against the floor ``python -c pass`` of the same interpreter.  Commands run
+  interleaved (one of each per round, the order rotating every round); the
+  figure is the ratio of the medians.
+* throughput: scripts rendered per second (scenario + workflow -> tree -> text)
+  and full builds per second (``scriptbuilder.build``: request -> script and
+  job_spec.json, nothing written) over a mix of the four workflows.
+* scaling: the Hugging Face model lookup on a models root whose first three
+  levels hold 1,000 folders and whose deeper levels hold 10k, 50k and 100k more;
+  the device inspection of a 10,000-line test file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run from a checkout without installing
+    sys.path.insert(0, str(ROOT))
+
+FIXED_CLOCK = dt.datetime(2026, 1, 2, 3, 4, 5)
+IMAGE = "nvcr.io/nvidia/tensorrt-llm/release:1.0.0"
+PYTEST_CMD = "pytest -v 'accuracy/test_llm_api_pytorch.py::TestQwen3::test_auto_dtype[tp4]'"
+SLURM_ENV: dict[str, Any] = {
+    "user": "alice",
+    "default_account": "acct",
+    "accounts": ["acct"],
+    "default_partition": "gpu",
+    "partitions": [
+        {
+            "name": "gpu",
+            "state": "up",
+            "time_limit": "04:00:00",
+            "nodes": "4",
+            "arch": "x86_64",
+            "gres": "gpu:8",
+            "gpus_per_node": 8,
+            "requires_gres": True,
+        }
+    ],
+    "pmix": {"available": ["pmix", "pmix_v4"], "preferred": "pmix_v4"},
+    "errors": [],
+    "cluster_name": "bench",
+    "mounts": [],
+}
+TEST_FILE = '''"""A stand-in for accuracy/test_llm_api_pytorch.py."""
+import pytest
+
+
+@pytest.mark.skip_less_device(2)
+class TestQwen3:
+    MODEL_NAME = "Qwen3/Qwen3-30B-A3B"
+
+    @pytest.mark.parametrize(
+        "tp_size",
+        [
+            pytest.param(1, id="tp1"),
+            pytest.param(4, id="tp4", marks=pytest.mark.skip_less_device(4)),
+        ],
+    )
+    def test_auto_dtype(self, tp_size):
+        assert tp_size
+'''
+
+
+@dataclass(frozen=True)
+class Config:
+    cli_runs: int
+    render_jobs: int
+    build_jobs: int
+    batches: int
+    lookup_shape: tuple[int, int, int]
+    deep_sizes: tuple[int, ...]
+    lookup_repeats: int
+    test_lines: int
+    inspect_repeats: int
+
+
+FULL = Config(
+    cli_runs=30,
+    render_jobs=10_000,
+    build_jobs=10_000,
+    batches=3,
+    lookup_shape=(10, 9, 10),  # 10 + 90 + 900 = 1,000 folders in the first three levels
+    deep_sizes=(10_000, 50_000, 100_000),
+    lookup_repeats=15,
+    test_lines=10_000,
+    inspect_repeats=15,
+)
+SMOKE = Config(
+    cli_runs=3,
+    render_jobs=200,
+    build_jobs=100,
+    batches=1,
+    lookup_shape=(2, 3, 4),
+    deep_sizes=(100, 500, 1_000),
+    lookup_repeats=3,
+    test_lines=500,
+    inspect_repeats=3,
+)
+
+
+@dataclass
+class Row:
+    """One line of the results table. ``unit`` says how to read the timings."""
+
+    section: str
+    name: str
+    samples: list[float] = field(repr=False)
+    result: str
+    target: str = ""
+    ok: bool | None = None
+    value: float | None = None
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f} ms"
+
+
+def _check(ok: bool | None) -> str:
+    return "" if ok is None else ("ok" if ok else "MISSED")
+
+
+def _timed(func: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    func()
+    return time.perf_counter() - start
+
+
+@contextmanager
+def _scratch(prefix: str, *, fast: bool = False) -> Iterator[Path]:
+    """A temporary folder, on tmpfs when ``fast`` and /dev/shm is writable."""
+    shm = Path("/dev/shm")
+    where = str(shm) if fast and shm.is_dir() and os.access(shm, os.W_OK) else None
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=where))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- sandbox
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """A TensorRT-LLM-like checkout, a models folder and a work_dir with slurm_env.json."""
+
+    root: Path
+    repo: Path
+    work_dir: Path
+    models: Path
+
+    def request(self, kind: str, index: int = 0) -> dict[str, Any]:
+        req: dict[str, Any] = {
+            "workflow_type": kind,
+            "execution_scenario": "local_slurm",
+            "work_dir": str(self.work_dir),
+            "repo_root": str(self.repo),
+            "partition": "gpu",
+            "account": "acct",
+            "models_path": str(self.models),
+            "llm_models_root": "/models",
+        }
+        if kind == "pytest":
+            req.update(test_cmd=PYTEST_CMD, model_name=f"qwen3_{index}")
+        elif kind == "eval":
+            req["eval_cmd"] = f"trtllm-eval --model /models/Llama-{index} --tp_size 2 gsm8k"
+        elif kind == "bench":
+            req["bench_cmd"] = (
+                f"trtllm-bench --model meta-llama/Llama-{index} prepare-dataset --output "
+                "/tmp/d.json token-norm-dist --num-requests 10 && trtllm-bench --model "
+                f"meta-llama/Llama-{index} throughput --tp 2 --dataset /tmp/d.json"
+            )
+        else:
+            req.update(custom_cmd=f"echo job {index} && nvidia-smi", model_name=f"demo_{index}")
+        return req
+
+
+def make_sandbox(root: Path) -> Sandbox:
+    repo = root / "TensorRT-LLM"
+    (repo / "jenkins").mkdir(parents=True)
+    (repo / "jenkins" / "current_image_tags.properties").write_text(
+        f"LLM_DOCKER_IMAGE={IMAGE}\nLLM_SBSA_DOCKER_IMAGE={IMAGE}-sbsa\n"
+    )
+    tests = repo / "tests" / "integration" / "defs" / "accuracy"
+    tests.mkdir(parents=True)
+    (tests / "test_llm_api_pytorch.py").write_text(TEST_FILE)
+    work_dir = root / "work"
+    work_dir.mkdir()
+    (work_dir / "slurm_env.json").write_text(json.dumps(SLURM_ENV, indent=2))
+    models = root / "models"
+    (models / "meta-llama").mkdir(parents=True)
+    return Sandbox(root, repo, work_dir, models)
+
+
+# ---------------------------------------------------------------- start-up
+
+
+def _compat_args(subcommand: str, log_dir: Path) -> list[str]:
+    args = [
+        subcommand,
+        "--model-name",
+        "llama",
+        "--partition",
+        "gpu",
+        "--account",
+        "acct",
+        "--docker-image",
+        IMAGE,
+        "--container-mounts",
+        "/lustre/models:/models,/home/alice/TensorRT-LLM:/code",
+        "--project-path",
+        "/code",
+        "--log-dir",
+        str(log_dir),
+    ]
+    workload = {
+        "pytest": ["--test-cmd", PYTEST_CMD],
+        "custom": ["--custom-cmd", "python3 -c 'print(1)' && echo \"$HOME\""],
+        "bench": [
+            "--bench-cmd",
+            "trtllm-bench --model m prepare-dataset --output /tmp/d.json && "
+            "trtllm-bench --model m throughput --dataset /tmp/d.json",
+            "--ntasks",
+            "2",
+            "--ntasks-per-node",
+            "2",
+            "--mpi",
+            "pmix_v4",
+        ],
+        "eval": ["--eval-cmd", "trtllm-eval --model /models/m --tp_size 2 gsm8k"],
+    }
+    return args + workload[subcommand]
+
+
+def console_script(name: str) -> Path | None:
+    """The entry point installed beside this interpreter (never a PATH shim)."""
+    for folder in (sysconfig.get_path("scripts"), str(Path(sys.executable).parent)):
+        path = Path(folder) / name
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def _interleaved(commands: dict[str, list[str]], runs: int) -> dict[str, list[float]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHONPROFILE")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    names = list(commands)
+    for name in names:  # warm the caches; a failing command stops the benchmark
+        proc = subprocess.run(commands[name], capture_output=True, env=env, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(
+                f"{name} exited {proc.returncode}: {proc.stderr.decode(errors='replace')}"
+            )
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for i in range(runs):
+        shift = i % len(names)
+        for name in names[shift:] + names[:shift]:
+            argv = commands[name]
+            times[name].append(
+                _timed(
+                    lambda argv=argv: subprocess.run(  # type: ignore[misc]
+                        argv,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                        env=env,
+                        check=True,
+                    )
+                )
+            )
+    return times
+
+
+def bench_startup(cfg: Config, sandbox: Sandbox) -> list[Row]:
+    py = sys.executable
+    floor = "python -c pass (floor)"
+    commands: dict[str, list[str]] = {floor: [py, "-c", "pass"]}
+    drop_in = console_script("build_slurm_script")
+    for sub in ("pytest", "custom", "bench", "eval"):
+        args = _compat_args(sub, sandbox.root / "logs")
+        commands[f"python -m scriptbuilder.compat {sub}"] = [
+            py,
+            "-m",
+            "scriptbuilder.compat",
+            *args,
+        ]
+        if drop_in:
+            commands[f"build_slurm_script {sub}"] = [str(drop_in), *args]
+    request = sandbox.root / "request.json"
+    request.write_text(json.dumps(sandbox.request("pytest")))
+    commands["python -m scriptbuilder build (pytest)"] = [
+        py,
+        "-m",
+        "scriptbuilder",
+        "build",
+        str(request),
+    ]
+    cli = console_script("scriptbuilder")
+    if cli:
+        commands["scriptbuilder build (pytest)"] = [str(cli), "build", str(request)]
+    times = _interleaved(commands, cfg.cli_runs)
+    base = statistics.median(times[floor])
+    rows = []
+    for name, samples in times.items():
+        ratio = statistics.median(samples) / base
+        limit = None if name == floor else (3.5 if " build " in name else 1.6)
+        rows.append(
+            Row(
+                "start-up",
+                name,
+                samples,
+                f"{ratio:.2f}x floor",
+                "" if limit is None else f"<= {limit}x",
+                None if limit is None else ratio <= limit,
+                ratio,
+            )
+        )
+    return rows
+
+
+# -------------------------------------------------------------- throughput
+
+
+def _render_inputs(count: int) -> list[tuple[Any, ...]]:
+    """Per job: scenario, workflow and shape, as the drop-in CLI would make them."""
+    from scriptbuilder.job import Container, SlurmAllocation, TaskShape
+    from scriptbuilder.scenarios.slurm import LocalSlurm
+    from scriptbuilder.workflows.bench import BenchWorkflow
+    from scriptbuilder.workflows.custom import CustomWorkflow
+    from scriptbuilder.workflows.eval import EvalWorkflow
+    from scriptbuilder.workflows.pytest_workflow import PytestWorkflow
+
+    jobs = []
+    for i in range(count):
+        kind = ("pytest", "custom", "bench", "eval")[i % 4]
+        ntasks = 1 + i % 4 if kind in ("bench", "eval") else 1
+        mpi = "pmix_v4" if ntasks > 1 else None
+        workflow: Any
+        if kind == "pytest":
+            workflow = PytestWorkflow(f"pytest -v 'test_x.py::TestM::test_{i}[tp{ntasks}]'")
+        elif kind == "custom":
+            workflow = CustomWorkflow(
+                f"python3 -c 'print({i})' && echo \"$HOME\"",
+                custom_workdir="/code",
+                project_path="/code",
+            )
+        elif kind == "bench":
+            workflow = BenchWorkflow(
+                f"trtllm-bench --model m{i} prepare-dataset --output /tmp/d{i}.json",
+                f"trtllm-bench --model m{i} throughput --tp {ntasks} --dataset /tmp/d{i}.json",
+            )
+        else:
+            workflow = EvalWorkflow(f"trtllm-eval --model /models/m{i} --tp_size {ntasks} gsm8k")
+        model = f"model_{i}"
+        allocation = SlurmAllocation(
+            job_name=workflow.job_name(model),
+            partition="gpu",
+            account="acct",
+            time_limit="02:00:00",
+            nodes=1,
+            ntasks=ntasks,
+            ntasks_per_node=ntasks,
+            gres=f"gpu:{ntasks}",
+            log_dir=f"/lustre/logs/run {i}",
+        )
+        container = Container(IMAGE, f"{model}_{kind}", "/lustre:/lustre", "/code")
+        scenario = LocalSlurm(
+            allocation,
+            container,
+            exports=(("LLM_MODELS_ROOT", "/models"),),
+            header=("Generated by the benchmark.",),
+        )
+        jobs.append((scenario, workflow, TaskShape(1, ntasks, ntasks, mpi)))
+    return jobs
+
+
+def bench_throughput(cfg: Config, sandbox: Sandbox) -> list[Row]:
+    import scriptbuilder
+    from scriptbuilder.job_builder import JobBuilder
+
+    rows = []
+    jobs = _render_inputs(cfg.render_jobs)
+
+    def render_all() -> None:
+        for scenario, workflow, shape in jobs:
+            JobBuilder(scenario, workflow, shape).render()
+
+    samples = [_timed(render_all) for _ in range(cfg.batches)]
+    rate = cfg.render_jobs / statistics.median(samples)
+    rows.append(
+        Row(
+            "throughput",
+            f"render {cfg.render_jobs:,} scripts (tree + text)",
+            samples,
+            f"{rate:,.0f} scripts/s",
+            ">= 20,000/s",
+            rate >= 20_000,
+            rate,
+        )
+    )
+    kinds = ("pytest", "eval", "bench", "custom")
+    requests = [sandbox.request(kinds[i % 4], i) for i in range(cfg.build_jobs)]
+    options: dict[str, Any] = {
+        "environ": {"HOME": "/home/alice"},
+        "machine": lambda: "x86_64",
+        "clock": lambda: FIXED_CLOCK,
+    }
+
+    def build_all(reqs: Sequence[dict[str, Any]]) -> None:
+        for req in reqs:
+            job = scriptbuilder.build(req, **options)
+            if not (job.script_text and job.job_spec_json):
+                raise RuntimeError("empty build")
+
+    build_all(requests[:8])  # warm-up: lazy imports
+    samples = [_timed(lambda: build_all(requests)) for _ in range(cfg.batches)]
+    rate = cfg.build_jobs / statistics.median(samples)
+    rows.append(
+        Row(
+            "throughput",
+            f"full builds, {cfg.build_jobs:,} mixed requests (no disk writes)",
+            samples,
+            f"{rate:,.0f} builds/s",
+            ">= 5,000/s",
+            rate >= 5_000,
+            rate,
+        )
+    )
+    for kind in kinds:
+        subset = [r for r in requests if r["workflow_type"] == kind]
+        samples = [_timed(lambda subset=subset: build_all(subset)) for _ in range(cfg.batches)]
+        rate = len(subset) / statistics.median(samples)
+        rows.append(
+            Row(
+                "throughput",
+                f"full builds, {len(subset):,} {kind} requests",
+                samples,
+                f"{rate:,.0f} builds/s",
+                value=rate,
+            )
+        )
+    return rows
+
+
+# ----------------------------------------------------------------- scaling
+
+
+def _make_top(root: Path, shape: tuple[int, int, int]) -> list[Path]:
+    """The first three levels (org / family / model); returns the level-3 folders."""
+    leaves = []
+    for a in range(shape[0]):
+        for b in range(shape[1]):
+            for c in range(shape[2]):
+                leaf = root / f"org{a:02d}" / f"family{b:02d}" / f"Model-{a}-{b}-{c}"
+                leaf.mkdir(parents=True)
+                leaves.append(leaf)
+    return leaves
+
+
+def _grow(leaves: Sequence[Path], start: int, stop: int) -> None:
+    """Folders ``start..stop`` of the deep levels: snapshots/<n> under the models."""
+    for n in range(start, stop):
+        snapshots = leaves[n % len(leaves)] / "snapshots"
+        if n < len(leaves):
+            snapshots.mkdir()
+        else:
+            os.mkdir(snapshots / f"rev{n:06d}")
+
+
+def bench_model_lookup(cfg: Config) -> list[Row]:
+    from scriptbuilder.model_lookup import find_model_dir
+
+    rows = []
+    with _scratch("scriptbuilder-bench-models-", fast=True) as root:
+        leaves = _make_top(root, cfg.lookup_shape)
+        last = leaves[-1].name.upper()  # the last folder in walk order, case-insensitive
+        top = sum(1 for _ in root.rglob("*"))
+        made = 0
+        medians: dict[int, float] = {}
+        for size in cfg.deep_sizes:
+            _grow(leaves, made, size)
+            made = size
+            for label, name, expect in (("miss", "no-such-model", False), ("hit", last, True)):
+                if (find_model_dir(root, name) is not None) is not expect:
+                    raise RuntimeError(f"model lookup of {name} went wrong")
+                samples = [
+                    _timed(lambda name=name: find_model_dir(root, name))  # type: ignore[misc]
+                    for _ in range(cfg.lookup_repeats)
+                ]
+                if label == "miss":
+                    medians[size] = statistics.median(samples)
+                rows.append(
+                    Row(
+                        "scaling",
+                        f"model lookup ({label}), {top:,} + {size:,} deeper folders",
+                        samples,
+                        _ms(statistics.median(samples)),
+                        value=statistics.median(samples),
+                    )
+                )
+        small, large = medians[cfg.deep_sizes[0]], medians[cfg.deep_sizes[-1]]
+        ratio = large / small
+        rows.append(
+            Row(
+                "scaling",
+                f"model lookup (miss): {cfg.deep_sizes[-1]:,} vs {cfg.deep_sizes[0]:,} deeper",
+                [large],
+                f"{ratio:.2f}x",
+                "<= 1.5x",
+                ratio <= 1.5,
+                ratio,
+            )
+        )
+    return rows
+
+
+def write_test_file(path: Path, lines: int) -> str:
+    """A test module of about ``lines`` lines; returns the class::function of its last test."""
+    out = ['"""Generated for the benchmark."""', "import pytest", "", "EIGHT = 8", ""]
+    i = 0
+    while len(out) < lines:
+        out += [
+            "",
+            "@pytest.mark.skip_less_device_memory(80000)",
+            f"@pytest.mark.skip_less_device({1 + i % 2})",
+            f"class TestModel{i}:",
+            f'    """Accuracy of model {i}."""',
+            "",
+            f"    MODEL_PATH = 'models/m{i}'",
+            "",
+            "    @pytest.mark.skip_less_device(4)",
+            "    @pytest.mark.parametrize('backend', ['TRTLLM', 'FLASHINFER'])",
+            "    @pytest.mark.parametrize(",
+            "        'tp,pp',",
+            "        [",
+            "            pytest.param(2, 1, id='tp2'),",
+            "            pytest.param(",
+            "                4, 2, id='tp4pp2', marks=pytest.mark.skip_less_device(EIGHT)",
+            "            ),",
+            "        ],",
+            "    )",
+            f"    def test_case_{i}(self, tp, pp, backend):",
+            "        with open(self.MODEL_PATH) as handle:",
+            "            data = {'tp': tp, 'pp': pp, 'rows': [1, 2, 3]}",
+            "            assert handle.read() != str(data), f'mismatch {tp} {pp}'",
+            "",
+            "    def test_plain(self):",
+            '        """Runs on the class default."""',
+            "        assert True",
+        ]
+        i += 1
+    path.write_text("\n".join(out) + "\n")
+    return f"TestModel{i - 1}::test_case_{i - 1}"
+
+
+def bench_inspection(cfg: Config) -> list[Row]:
+    from scriptbuilder.test_inspect import required_devices
+
+    rows = []
+    with _scratch("scriptbuilder-bench-tests-") as root:
+        path = root / "test_big.py"
+        target = write_test_file(path, cfg.test_lines)
+        count = len(path.read_text().splitlines())
+        cls = target.split("::")[0]
+        cases = [
+            ("one case", f"{path}::{target}[tp4pp2-TRTLLM]", 8, True),
+            ("one function", f"{path}::{target}", 8, True),
+            ("one class", f"{path}::{cls}", 8, False),
+            ("whole file", str(path), 8, False),
+        ]
+        for label, selector, expected, targeted in cases:
+            cmd = f"pytest -v {selector} --timeout 3600"
+            found = required_devices(cmd, [])
+            if found.requirement is None or found.requirement.devices != expected:
+                raise RuntimeError(f"device inspection of {label} went wrong: {found}")
+            samples = [
+                _timed(lambda cmd=cmd: required_devices(cmd, []))  # type: ignore[misc]
+                for _ in range(cfg.inspect_repeats)
+            ]
+            median = statistics.median(samples)
+            rows.append(
+                Row(
+                    "scaling",
+                    f"device inspection, {count:,}-line file, {label}",
+                    samples,
+                    _ms(median),
+                    "< 50 ms" if targeted else "",
+                    median < 0.050 if targeted else None,
+                    median,
+                )
+            )
+    return rows
+
+
+# ------------------------------------------------------------------- report
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "date": dt.date.today().isoformat(),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "executable": sys.executable,
+        "platform": platform.platform(),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+    }
+
+
+def table(rows: Sequence[Row]) -> str:
+    lines = [
+        "| section | benchmark | median | min | max | result | target | check |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.section} | {r.name} | {_ms(r.median)} | {_ms(min(r.samples))} | "
+            f"{_ms(max(r.samples))} | {r.result} | {r.target} | {_check(r.ok)} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, few runs (CI)")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument("--runs", type=int, help="start-up runs per command (default 30)")
+    parser.add_argument(
+        "--only",
+        choices=["start-up", "throughput", "scaling"],
+        action="append",
+        help="run only this section (repeatable)",
+    )
+    args = parser.parse_args(argv)
+    cfg = SMOKE if args.smoke else FULL
+    if args.runs:
+        cfg = Config(**{**asdict(cfg), "cli_runs": args.runs})
+    sections = set(args.only or ["start-up", "throughput", "scaling"])
+    info = machine()
+    mode = "smoke" if args.smoke else "full"
+    print(
+        f"scriptbuilder benchmarks ({mode}): Python {info['python']} on {info['cores']} cores, "
+        f"{info['cpu']}, {info['date']}",
+        flush=True,
+    )
+    rows: list[Row] = []
+    with _scratch("scriptbuilder-bench-") as root:
+        sandbox = make_sandbox(root)
+        if "start-up" in sections:
+            rows += bench_startup(cfg, sandbox)
+        if "throughput" in sections:
+            rows += bench_throughput(cfg, sandbox)
+    if "scaling" in sections:
+        rows += bench_model_lookup(cfg)
+        rows += bench_inspection(cfg)
+    if args.smoke:  # tiny sizes and three runs: the figures say nothing about the targets
+        for row in rows:
+            row.target, row.ok = "", None
+    print(table(rows))
+    if args.json:
+        payload = {
+            "mode": mode,
+            "machine": info,
+            "results": [
+                {
+                    "section": r.section,
+                    "name": r.name,
+                    "median_s": r.median,
+                    "min_s": min(r.samples),
+                    "max_s": max(r.samples),
+                    "runs": len(r.samples),
+                    "result": r.result,
+                    "value": r.value,
+                    "target": r.target or None,
+                    "ok": r.ok,
+                }
+                for r in rows
+            ],
+        }
+        Path(args.json).write_text(json.dumps(payload, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
