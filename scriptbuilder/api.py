@@ -8,16 +8,16 @@ Resolution follows the procedure in order: the Slurm environment, Step 1
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from scriptbuilder.assembly import docker_job, perf_job, slurm_job
 from scriptbuilder.built_job import BuiltJob, OutputFile, SubmitRun
 from scriptbuilder.errors import BuildError
-from scriptbuilder.request import BuildRequest
 from scriptbuilder.resolution.context import Context, EnvInfo
 from scriptbuilder.resolution.image import resolve_image
 from scriptbuilder.resolution.mounts import Mounts, covered, resolve_mounts
@@ -36,35 +36,27 @@ from scriptbuilder.scenarios.slurm import check_log_name_part
 from scriptbuilder.slurm_env import load_slurm_env
 from scriptbuilder.workflows.custom import RUN_SCRIPT_NAME
 
+if TYPE_CHECKING:
+    from scriptbuilder.models import BuildRequest
+
 __all__ = ["BuiltJob", "OutputFile", "SubmitRun", "build", "load_request"]
 
 
 def load_request(data: Mapping[str, Any] | BuildRequest) -> BuildRequest:
-    """Validate a request mapping; errors become one-line :class:`BuildError`s."""
-    if isinstance(data, BuildRequest):
-        return data
-    from pydantic import ValidationError
+    """Check a request against the request schema (defaults filled in); problems
+    become one-line :class:`BuildError` messages naming the field."""
+    from scriptbuilder.schema_check import SchemaError, validate
+    from scriptbuilder.schemas import schema
 
+    if not isinstance(data, Mapping):
+        data = data.model_dump()
     try:
-        return BuildRequest.model_validate(dict(data))
-    except ValidationError as exc:
-        raise BuildError(describe_validation_error(exc)) from None
-
-
-def describe_validation_error(exc: Any) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "request"
-    if first["type"] == "extra_forbidden":
-        model = BuildRequest if len(first["loc"]) == 1 else None
-        known = (
-            ", ".join(model.model_fields)
-            if model
-            else "gpus_per_node, available_gpus, default_models_repo"
-        )
-        return f"request field {where!r} is unknown; known fields: {known}"
-    if first["type"] == "missing":
-        return f"request field {where!r} is required; add it"
-    return f"request field {where!r}: {first['msg']}; fix its value"
+        return cast("BuildRequest", validate(dict(data), schema("request")))
+    except SchemaError as exc:
+        if exc.kind in ("extra", "missing"):
+            fix = "" if exc.kind == "extra" else "; add it"
+            raise BuildError(f"request field {exc.path!r} {exc.problem}{fix}") from None
+        raise BuildError(f"request field {exc.path!r}: {exc.problem}; fix its value") from None
 
 
 def _load_env(ctx: Context) -> None:
@@ -131,9 +123,9 @@ def build(
     """Resolve ``request`` into a script, a job spec and a report. Reads input
     files (slurm_env, test files, properties) but writes nothing."""
     req = load_request(request)
-    ctx = Context(request=req, env_info=env_info)
-    if environ is not None:
-        ctx.environ = environ
+    ctx = Context(
+        request=req, env_info=env_info, environ=os.environ if environ is None else environ
+    )
     if machine is not None:
         ctx.machine = machine
     if clock is not None:

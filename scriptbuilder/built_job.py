@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from scriptbuilder.job_spec import JobSpec
 from scriptbuilder.output import write_atomic
-from scriptbuilder.request import BuildRequest
+
+if TYPE_CHECKING:
+    from scriptbuilder.models import BuildRequest, JobSpec
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,9 @@ class BuiltJob:
     """Everything a build produced. Nothing is on disk until :meth:`write`."""
 
     request: BuildRequest
-    job_spec: JobSpec
+    #: job_spec.json as plain data, and as its text.
+    job_spec_data: dict[str, Any]
+    job_spec_json: str
     script_name: str
     #: The script text; empty on the perf-sanity path, where submit.py writes it.
     script_text: str
@@ -51,8 +55,11 @@ class BuiltJob:
     submit: SubmitRun | None = None
 
     @property
-    def job_spec_json(self) -> str:
-        return self.job_spec.to_json()
+    def job_spec(self) -> JobSpec:
+        """The job spec as the pydantic model (imports pydantic on first use)."""
+        from scriptbuilder.models import JobSpec
+
+        return JobSpec.model_validate(self.job_spec_data)
 
     def write(self) -> list[Path]:
         """Create ``work_dir`` and write every file atomically; returns the paths.
@@ -73,7 +80,7 @@ class BuiltJob:
                 timeout=self.submit.timeout,
                 output_log=self.submit.output_log,
             )
-            written.append(Path(self.job_spec.script_path or ""))
+            written.append(Path(self.job_spec_data["script_path"]))
         for out in self.files:
             write_atomic(out.path, out.text, out.mode)
             written.append(out.path)

@@ -110,18 +110,9 @@ def build_command(request: str, dry_run: bool, explain: bool, env_info: str | No
 @click.argument("which", type=click.Choice(["request", "slurm-env", "job-spec"]))
 def schema_command(which: str) -> None:
     """Print the JSON Schema of a request, slurm_env.json or job_spec.json."""
-    from pydantic import BaseModel
+    from scriptbuilder.schemas import schema_text
 
-    from scriptbuilder.job_spec import JobSpec
-    from scriptbuilder.request import BuildRequest
-    from scriptbuilder.slurm_env import SlurmEnv
-
-    models: dict[str, type[BaseModel]] = {
-        "request": BuildRequest,
-        "slurm-env": SlurmEnv,
-        "job-spec": JobSpec,
-    }
-    click.echo(json.dumps(models[which].model_json_schema(), indent=2))
+    click.echo(schema_text(which), nl=False)
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:

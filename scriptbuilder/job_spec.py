@@ -1,61 +1,53 @@
-"""job_spec.json: the manifest the executors read (procedure Step 5)."""
+"""job_spec.json (procedure Step 5): the document, in the ``JobSpec`` field order.
+
+Built as plain data so a build needs no pydantic; :class:`scriptbuilder.models.JobSpec`
+declares the shape and ``BuiltJob.job_spec`` returns it as that model.
+"""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = 1
+def job_spec_document(**fields: Any) -> dict[str, Any]:
+    """The job spec with the schema's field order and defaults; fields whose value
+    is None are left out (scenario-specific ones appear only for their scenario)."""
+    from scriptbuilder.schemas import schema
+
+    properties = schema("job-spec")["properties"]
+    unknown = set(fields) - set(properties)
+    if unknown:
+        raise TypeError(f"not job_spec fields: {sorted(unknown)}")
+    doc: dict[str, Any] = {}
+    for name, sub in properties.items():
+        value = fields.get(name, sub.get("default"))
+        if value is not None:
+            doc[name] = value
+    return doc
 
 
-class SlurmParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    partition: str
-    account: str
-    time_limit: str
-    nodes: int
-    ntasks: int
-    ntasks_per_node: int
-    gpus_per_node: int | None
-    gres: str | None = Field(description="'gpu:<n>', or null when no --gres line is written.")
-    mpi_plugin: str | None = Field(description="srun --mpi of the workload step, or null.")
+def job_spec_json(doc: dict[str, Any]) -> str:
+    """The document as indented JSON. The embedded slurm_env (the largest part,
+    the same object for every build of a sweep) is encoded once and spliced in."""
+    env = doc.get("slurm_env")
+    if env is None:
+        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps({**doc, "slurm_env": _PLACEHOLDER}, indent=2, ensure_ascii=False)
+    return text.replace(json.dumps(_PLACEHOLDER), _embedded(env), 1) + "\n"
 
 
-class JobSpec(BaseModel):
-    """Every resolved value an executor needs. Scenario-specific top-level fields
-    are present only for their scenario (omitted rather than null)."""
+_PLACEHOLDER = "\u0000slurm_env\u0000"
+_fragments: dict[int, tuple[dict[str, Any], str]] = {}
 
-    model_config = ConfigDict(extra="forbid")
 
-    schema_version: int = SCHEMA_VERSION
-    generator: str = Field(description="scriptbuilder and its version.")
-    workflow_type: str
-    model_name: str
-    execution_scenario: str
-    docker_image: str
-    required_devices: int
-    node_count: int
-    script_path: str | None = Field(None, description="Local path of the script (Slurm).")
-    script_name: str | None = None
-    log_file_pattern: str | None = Field(None, description="Slurm output file name, %j = job id.")
-    success_patterns: list[str]
-    failure_patterns: list[str]
-    extra_files: list[str] = Field(description="Local files the remote executor copies too.")
-    slurm_params: SlurmParams | None = None
-    slurm_env: dict[str, Any] | None = Field(None, description="slurm_env.json, verbatim.")
-    remote_repo_path: str | None = None
-    remote_work_dir: str | None = None
-    persistent_mode: bool | None = None
-    container_name: str | None = None
-    container_mounts: str | None = None
-    docker_cmd: str | None = Field(None, description="The docker run command (local_docker).")
-    log_file: str | None = Field(None, description="Where the docker executor tees output.")
-    warnings: list[str] = []
-
-    def to_json(self) -> str:
-        import json
-
-        data = {k: v for k, v in self.model_dump(mode="json").items() if v is not None}
-        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+def _embedded(env: dict[str, Any]) -> str:
+    """``env`` as indented JSON one level deep, remembered per object."""
+    hit = _fragments.get(id(env))
+    if hit is not None and hit[0] is env:
+        return hit[1]
+    text = json.dumps(env, indent=2, ensure_ascii=False).replace("\n", "\n  ")
+    if len(_fragments) >= 64:
+        _fragments.clear()
+    _fragments[id(env)] = (env, text)
+    return text

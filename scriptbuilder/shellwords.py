@@ -543,8 +543,18 @@ def tokenize(command: str) -> list[Token]:
     """Split ``command`` into words and operators the way bash's parser does.
 
     Raises ShellSyntaxError for an unterminated quote or substitution.
+    Tokens are immutable, so the last few commands' tokens are reused.
     """
-    return _Lexer(command).tokens()
+    hit = _recent.get(command)
+    if hit is None:
+        hit = tuple(_Lexer(command).tokens())
+        if len(_recent) >= 64:
+            _recent.clear()
+        _recent[command] = hit
+    return list(hit)
+
+
+_recent: dict[str, tuple[Token, ...]] = {}
 
 
 def simple_commands(tokens: Sequence[Token]) -> list[list[Token]]:

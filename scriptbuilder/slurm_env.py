@@ -1,95 +1,73 @@
-"""slurm_env.json: what the orchestrator's one-pass probe found on the cluster."""
+"""slurm_env.json: what the orchestrator's one-pass probe found on the cluster.
+
+Loaded into a :class:`~scriptbuilder.schema_check.Record` checked against the
+``SlurmEnv`` schema (unknown keys kept); the raw object is embedded verbatim in
+job_spec.json.
+"""
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, ValidationError
+from typing import TYPE_CHECKING, Any, cast
 
 from scriptbuilder.errors import BuildError
 
+if TYPE_CHECKING:
+    from scriptbuilder.models import Partition, SlurmEnv
+
 CLIENT_TOOLS_MISSING = "SLURM client tools not found"
+_WHY = (
+    "trtllm-case-executor did not run Step 2.5 (the Slurm probe) before invoking "
+    "the script builder; run it, or pass slurm_env_file"
+)
 
 
-class Partition(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    name: str
-    state: str | None = None
-    time_limit: str | None = None
-    nodes: str | int | None = None
-    arch: str | None = None
-    gres: str | None = None
-    gpus_per_node: int | None = None
-    requires_gres: bool = False
-
-    def gres_gpus(self) -> int | None:
-        """The GPU count written in ``gres`` (``gpu:8``, ``gpu:a100:8(S:0-1)``)."""
-        if not self.uses_gpu_gres():
-            return None
-        match = re.match(r"gpu(?::[^:(]+)*?:(\d+)", self.gres or "")
-        return int(match.group(1)) if match else None
-
-    def uses_gpu_gres(self) -> bool:
-        return bool(self.gres and self.gres.startswith("gpu:"))
+def find_partition(env: SlurmEnv, name: str) -> Partition | None:
+    return next((p for p in env.partitions if p.name == name), None)
 
 
-class Pmix(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    available: list[str] = []
-    preferred: str | None = None
+def client_tools_missing(env: SlurmEnv) -> bool:
+    return any(CLIENT_TOOLS_MISSING.lower() in e.lower() for e in env.errors)
 
 
-class SlurmEnv(BaseModel):
-    """The probe's output. Unknown keys are kept; ``raw`` is embedded verbatim in job_spec."""
+def uses_gpu_gres(part: Partition) -> bool:
+    """``gres`` starts with ``gpu:`` (``gpu:8``, ``gpu:4(IDX:0-3)``, ``gpu:a100:8``)."""
+    return bool(part.gres and part.gres.startswith("gpu:"))
 
-    model_config = ConfigDict(extra="allow")
 
-    user: str | None = None
-    default_account: str | None = None
-    accounts: list[str] = []
-    default_partition: str | None = None
-    partitions: list[Partition] = []
-    pmix: Pmix = Pmix()
-    errors: list[str] = []
-    cluster_name: str | None = None
-    mounts: list[str] = []
-    ssh_host: str | None = None
-    slurm_user: str | None = None
-    remote_cwd: str | None = None
-
-    def partition(self, name: str) -> Partition | None:
-        return next((p for p in self.partitions if p.name == name), None)
-
-    def client_tools_missing(self) -> bool:
-        return any(CLIENT_TOOLS_MISSING.lower() in e.lower() for e in self.errors)
+def gres_gpus(part: Partition) -> int | None:
+    """The GPU count written in ``gres``: the last ``:``-field before any ``(``."""
+    if not uses_gpu_gres(part):
+        return None
+    count = (part.gres or "").split("(", 1)[0].rsplit(":", 1)[-1]
+    return int(count) if count.isdecimal() else None
 
 
 def load_slurm_env(path: Path) -> tuple[SlurmEnv, dict[str, Any]]:
-    """The parsed model and the raw JSON object, or a BuildError saying why not."""
-    why = (
-        "trtllm-case-executor did not run Step 2.5 (the Slurm probe) before invoking "
-        "the script builder; run it, or pass slurm_env_file"
-    )
+    """The checked environment and the raw JSON object, or a BuildError saying why not."""
+    from scriptbuilder.file_cache import load
+
+    return load(path, _load)
+
+
+def _load(name: str) -> tuple[SlurmEnv, dict[str, Any]]:
+    path = Path(name)
+    from scriptbuilder.schema_check import SchemaError, validate
+    from scriptbuilder.schemas import schema
+
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise BuildError(f"slurm_env_file {path} is missing: {why}") from None
+        raise BuildError(f"slurm_env_file {path} is missing: {_WHY}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise BuildError(f"slurm_env_file {path} is unreadable ({exc}): {why}") from None
+        raise BuildError(f"slurm_env_file {path} is unreadable ({exc}): {_WHY}") from None
     except json.JSONDecodeError as exc:
-        raise BuildError(f"slurm_env_file {path} is not valid JSON ({exc}): {why}") from None
+        raise BuildError(f"slurm_env_file {path} is not valid JSON ({exc}): {_WHY}") from None
     if not isinstance(raw, dict):
-        raise BuildError(f"slurm_env_file {path} must hold a JSON object: {why}")
+        raise BuildError(f"slurm_env_file {path} must hold a JSON object: {_WHY}")
     try:
-        return SlurmEnv.model_validate(raw), raw
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise BuildError(
-            f"slurm_env_file {path}: {where}: {first['msg']}; fix the probe output"
-        ) from None
+        env = validate(raw, schema("slurm-env"))
+    except SchemaError as exc:
+        raise BuildError(f"slurm_env_file {path}: {exc}; fix the probe output") from None
+    return cast("SlurmEnv", env), raw

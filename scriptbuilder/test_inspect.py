@@ -178,6 +178,20 @@ def _is_pytest_word(word: str) -> bool:
 
 
 def parse_test_ids(test_cmd: str) -> list[TestId]:
+    """See :func:`_parse_test_ids`; the last few commands' answers are reused."""
+    hit = _recent_ids.get(test_cmd)
+    if hit is None:
+        hit = tuple(_parse_test_ids(test_cmd))
+        if len(_recent_ids) >= 64:
+            _recent_ids.clear()
+        _recent_ids[test_cmd] = hit
+    return list(hit)
+
+
+_recent_ids: dict[str, tuple[TestId, ...]] = {}
+
+
+def _parse_test_ids(test_cmd: str) -> list[TestId]:
     """The test selectors of a pytest command line, in order, without duplicates.
 
     The command is cut into simple commands at ``&&``, ``||``, ``;``, ``|`` and
@@ -1183,18 +1197,38 @@ def _requirement(module: _Scope, tid: TestId, warnings: list[str], display: str)
 
 
 class _FileCache:
+    """Sources, outlines and full parses of test files, kept across calls (a sweep
+    inspects the same files again and again) while a file's size and mtime stay
+    the same."""
+
+    limit = 256
+
     def __init__(self) -> None:
+        self.stamps: dict[Path, tuple[int, int]] = {}
         self.sources: dict[Path, _Source | None] = {}
         self.outlines: dict[Path, _Scope] = {}
         self.full: dict[Path, _Scope | None] = {}
 
     def source(self, path: Path) -> _Source | None:
-        if path not in self.sources:
+        try:
+            info = path.stat()
+            stamp = (info.st_mtime_ns, info.st_size)
+        except OSError:
+            stamp = (-1, -1)
+        if self.stamps.get(path) != stamp or path not in self.sources:
+            if len(self.stamps) >= self.limit:
+                self.__init__()  # type: ignore[misc]
+            self.outlines.pop(path, None)
+            self.full.pop(path, None)
+            self.stamps[path] = stamp
             try:
                 self.sources[path] = _Source(path.read_text(encoding="utf-8", errors="replace"))
             except OSError:
                 self.sources[path] = None
         return self.sources[path]
+
+
+_FILES = _FileCache()
 
 
 def _candidates(tid: TestId, roots: Sequence[Path]) -> list[Path]:
@@ -1252,7 +1286,7 @@ def required_devices(test_cmd: str, search_roots: Sequence[Path]) -> InspectResu
     if not test_ids:
         result.warnings.append(f"no test file (*.py) found in test command: {test_cmd}")
         return result
-    cache = _FileCache()
+    cache = _FILES
     best: tuple[_Found, str] | None = None
     unmarked: list[str] = []
     for tid in test_ids:

@@ -293,7 +293,9 @@ def test_unmatched_case_uses_max_over_cases_and_warns() -> None:
     assert any("matches none of its parametrize ids" in w for w in result.warnings)
 
 
-def test_file_is_read_once_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_file_is_read_once_and_again_only_when_changed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     reads: list[Path] = []
     original = Path.read_text
 
@@ -302,13 +304,20 @@ def test_file_is_read_once_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
         return original(self, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Path, "read_text", counting)
-    cmd = (
-        f"pytest {ACC}::TestDeepSeekV3Lite::test_fp8_4gpus {ACC}::TestMixtral8x7B::test_tp2"
-        f" {ACC}::TestQwen3_30B_A3B"
+    test_file = tmp_path / "test_cached.py"
+    test_file.write_text(
+        "import pytest\n\n@pytest.mark.skip_less_device(2)\ndef test_a():\n    pass\n"
     )
-    result = required_devices(cmd, ROOTS)
-    assert result.requirement is not None and result.requirement.devices == 8
+    cmd = f"pytest {test_file}::test_a {test_file}"
+    assert required_devices(cmd, ROOTS).requirement.devices == 2  # type: ignore[union-attr]
     assert len(reads) == 1
+    assert required_devices(cmd, ROOTS).requirement.devices == 2  # type: ignore[union-attr]
+    assert len(reads) == 1  # unchanged: served from the cache
+    test_file.write_text(
+        "import pytest\n\n@pytest.mark.skip_less_device(4)\ndef test_a():\n    pass\n\n"
+    )
+    assert required_devices(cmd, ROOTS).requirement.devices == 4  # type: ignore[union-attr]
+    assert len(reads) == 2
 
 
 # ---------------------------------------------------------------- edge sources

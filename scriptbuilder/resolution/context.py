@@ -7,11 +7,12 @@ import platform
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from scriptbuilder.request import BuildRequest
 from scriptbuilder.resolution.trace import Trace
-from scriptbuilder.slurm_env import SlurmEnv
+
+if TYPE_CHECKING:
+    from scriptbuilder.models import BuildRequest, SlurmEnv
 
 
 class EnvInfo(Protocol):
@@ -27,7 +28,7 @@ class Context:
     request: BuildRequest
     slurm_env: SlurmEnv | None = None
     slurm_env_raw: dict[str, Any] | None = None
-    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
     machine: Callable[[], str] = platform.machine
     env_info: EnvInfo | None = None
     clock: Callable[[], datetime] = datetime.now

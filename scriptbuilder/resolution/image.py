@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from scriptbuilder.errors import BuildError
+from scriptbuilder.file_cache import load
 from scriptbuilder.image_tags import (
     ARCH_KEYS,
     find_properties_file,
@@ -13,6 +14,11 @@ from scriptbuilder.image_tags import (
     read_properties,
 )
 from scriptbuilder.resolution.context import Context
+from scriptbuilder.slurm_env import client_tools_missing, find_partition
+
+
+def _read_properties(path: str) -> dict[str, str]:
+    return read_properties(Path(path))
 
 
 def resolve_arch(ctx: Context) -> str:
@@ -21,8 +27,8 @@ def resolve_arch(ctx: Context) -> str:
     if not ctx.is_slurm:
         return trace.chose("arch", normalize_arch(ctx.machine()), "uname -m (local_docker)")
     env = ctx.slurm_env
-    part = env.partition(req.partition or "") if env else None
-    if env is not None and not env.client_tools_missing() and part and part.arch:
+    part = find_partition(env, req.partition or "") if env else None
+    if env is not None and not client_tools_missing(env) and part and part.arch:
         return trace.chose("arch", normalize_arch(part.arch), f"slurm_env partition {part.name}")
     if ctx.env_info is not None:
         arch = ctx.env_info.arch(req.partition)
@@ -58,7 +64,7 @@ def resolve_image(ctx: Context) -> str:
             f"container_image: no properties key for architecture {arch!r} "
             f"(known: {', '.join(ARCH_KEYS)}); pass container_image"
         )
-    image = image_for_arch(read_properties(props_file), arch)
+    image = image_for_arch(load(props_file, _read_properties), arch)
     if not image:
         raise BuildError(f"container_image: {props_file} has no {key}= line; pass container_image")
     return ctx.trace.chose("docker_image", image, f"{key} in {props_file}")

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.resolution.context import Context
-from scriptbuilder.slurm_env import Partition
+from scriptbuilder.slurm_env import client_tools_missing, find_partition, gres_gpus, uses_gpu_gres
+
+if TYPE_CHECKING:
+    from scriptbuilder.models import Partition
 
 DEFAULT_TIME_LIMIT = "02:00:00"
 STEP_25 = "trtllm-case-executor did not run Step 2.5 before invoking the script builder"
@@ -29,7 +33,7 @@ def _partition_entry(ctx: Context, name: str) -> Partition | None:
     env = ctx.slurm_env
     if env is None or not env.partitions:
         return None
-    entry = env.partition(name)
+    entry = find_partition(env, name)
     if entry is None:
         known = ", ".join(p.name for p in env.partitions)
         raise BuildError(
@@ -57,12 +61,12 @@ def resolve_slurm_target(ctx: Context) -> SlurmTarget:
     )
     entry = _partition_entry(ctx, req.partition)
     gpn = entry.gpus_per_node if entry else None
-    if entry and gpn is None and entry.gres_gpus():
-        gpn = trace.chose("gpus_per_node", entry.gres_gpus(), f"gres {entry.gres} of {entry.name}")
+    if entry and gpn is None and gres_gpus(entry):
+        gpn = trace.chose("gpus_per_node", gres_gpus(entry), f"gres {entry.gres} of {entry.name}")
     elif gpn is not None:
         trace.chose("gpus_per_node", gpn, f"slurm_env partition {req.partition}")
     env = ctx.slurm_env
-    fallback = env is None or env.client_tools_missing() or entry is None or entry.arch is None
+    fallback = env is None or client_tools_missing(env) or entry is None or entry.arch is None
     preferred = env.pmix.preferred if env and not fallback else None
     plugin = trace.chose(
         "mpi_plugin",
@@ -74,7 +78,7 @@ def resolve_slurm_target(ctx: Context) -> SlurmTarget:
         account=req.account,
         time_limit=time_limit,
         gpus_per_node=gpn,
-        gpu_gres=bool(entry and entry.uses_gpu_gres()),
+        gpu_gres=bool(entry and uses_gpu_gres(entry)),
         mpi_plugin=plugin,
     )
 

@@ -1,10 +1,21 @@
-"""The build request: the orchestrator's input fields, named as in the procedure."""
+"""The pydantic models: the build request, slurm_env.json and job_spec.json.
+
+They are the one declaration of those shapes. Their JSON Schemas are shipped
+in ``scriptbuilder/data/schemas/`` (written by ``python -m scriptbuilder.schemas``;
+a test keeps them current), and builds validate against those files, so the
+CLI does not pay for importing pydantic. ``BuiltJob.job_spec`` gives the job
+spec as a :class:`JobSpec`.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+# ------------------------------------------------------------------ the request
 
 WorkflowType = Literal["pytest", "eval", "bench", "custom", "perf_sanity", "benchmark"]
 ExecutionScenario = Literal["local_docker", "local_slurm", "remote_slurm"]
@@ -76,3 +87,94 @@ class BuildRequest(BaseModel):
     remote_repo_path: str | None = Field(None, description="Checkout on the cluster (remote).")
     remote_work_dir: str | None = Field(None, description="Work dir on the cluster (remote).")
     env_check: EnvCheck = Field(default_factory=EnvCheck)
+
+
+# ------------------------------------------------------------------ slurm_env.json
+
+
+class Partition(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    state: str | None = None
+    time_limit: str | None = None
+    nodes: str | int | None = None
+    arch: str | None = None
+    gres: str | None = None
+    gpus_per_node: int | None = None
+    requires_gres: bool = False
+
+
+class Pmix(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    available: list[str] = []
+    preferred: str | None = None
+
+
+class SlurmEnv(BaseModel):
+    """The probe's output. Unknown keys are kept (the raw object is embedded in job_spec)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    user: str | None = None
+    default_account: str | None = None
+    accounts: list[str] = []
+    default_partition: str | None = None
+    partitions: list[Partition] = []
+    pmix: Pmix = Pmix()
+    errors: list[str] = []
+    cluster_name: str | None = None
+    mounts: list[str] = []
+    ssh_host: str | None = None
+    slurm_user: str | None = None
+    remote_cwd: str | None = None
+
+
+# ------------------------------------------------------------------ job_spec.json
+
+
+class SlurmParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    partition: str
+    account: str
+    time_limit: str
+    nodes: int
+    ntasks: int
+    ntasks_per_node: int
+    gpus_per_node: int | None
+    gres: str | None = Field(description="'gpu:<n>', or null when no --gres line is written.")
+    mpi_plugin: str | None = Field(description="srun --mpi of the workload step, or null.")
+
+
+class JobSpec(BaseModel):
+    """Every resolved value an executor needs. Scenario-specific top-level fields
+    are present only for their scenario (omitted rather than null)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    generator: str = Field(description="scriptbuilder and its version.")
+    workflow_type: str
+    model_name: str
+    execution_scenario: str
+    docker_image: str
+    required_devices: int
+    node_count: int
+    script_path: str | None = Field(None, description="Local path of the script (Slurm).")
+    script_name: str | None = None
+    log_file_pattern: str | None = Field(None, description="Slurm output file name, %j = job id.")
+    success_patterns: list[str]
+    failure_patterns: list[str]
+    extra_files: list[str] = Field(description="Local files the remote executor copies too.")
+    slurm_params: SlurmParams | None = None
+    slurm_env: dict[str, Any] | None = Field(None, description="slurm_env.json, verbatim.")
+    remote_repo_path: str | None = None
+    remote_work_dir: str | None = None
+    persistent_mode: bool | None = None
+    container_name: str | None = None
+    container_mounts: str | None = None
+    docker_cmd: str | None = Field(None, description="The docker run command (local_docker).")
+    log_file: str | None = Field(None, description="Where the docker executor tees output.")
+    warnings: list[str] = []

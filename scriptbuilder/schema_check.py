@@ -1,0 +1,162 @@
+"""Validate JSON data against the shipped schemas, without pydantic.
+
+Covers the part of JSON Schema that pydantic writes for our models: ``type``,
+``anyOf``, ``enum``/``const``, ``minimum``/``maximum``, ``$ref`` to ``$defs``,
+``properties``/``required``/``additionalProperties``, ``items`` and
+``default``. Validation returns a copy with every default filled in (an
+object property without a default gets its sub-schema's defaults), wrapped in
+:class:`Record` so fields read as attributes, as on the pydantic models.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+class SchemaError(ValueError):
+    """``path`` names the field (``env_check.gpus_per_node``); ``problem`` says what is wrong."""
+
+    def __init__(self, path: str, problem: str, kind: str) -> None:
+        super().__init__(f"{path or '<root>'}: {problem}")
+        self.path = path
+        self.problem = problem
+        self.kind = kind
+
+
+class Record:
+    """Read-only attribute view of a validated JSON object; nested objects are
+    Records too, made once. ``data`` is the plain dict."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        attrs = {name: _view(value) for name, value in data.items()}
+        attrs["data"] = data
+        self.__dict__.update(attrs)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Record) and other.data == self.data
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Record({self.data!r})"
+
+    if TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any: ...
+
+
+def _view(value: Any) -> Any:
+    if isinstance(value, dict):
+        return Record(value)
+    if isinstance(value, list) and any(isinstance(v, dict) for v in value):
+        return [_view(v) for v in value]
+    return value
+
+
+def _type_ok(value: Any, name: str) -> bool:
+    if isinstance(value, bool) and name in ("integer", "number"):
+        return False
+    return isinstance(value, _TYPES[name])
+
+
+def _describe(schema: dict[str, Any], root: dict[str, Any]) -> str:
+    schema = _resolve(schema, root)
+    if "anyOf" in schema:
+        return " or ".join(_describe(s, root) for s in schema["anyOf"])
+    if "enum" in schema:
+        return "one of " + ", ".join(repr(v) for v in schema["enum"])
+    if "const" in schema:
+        return repr(schema["const"])
+    return str(schema.get("type", "any value"))
+
+
+def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref")
+    if ref is None:
+        return schema
+    name = ref.rsplit("/", 1)[-1]
+    merged = {**root["$defs"][name], **{k: v for k, v in schema.items() if k != "$ref"}}
+    return merged
+
+
+def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], path: str) -> Any:
+    schema = _resolve(schema, root)
+    if "anyOf" in schema:
+        errors = []
+        for option in schema["anyOf"]:
+            try:
+                return _check(value, option, root, path)
+            except SchemaError as exc:
+                errors.append(exc)
+        # An option whose type matched says best what is wrong (a range, a nested field).
+        closest = [e for e in errors if e.path != path or e.kind != "type"]
+        if len(closest) == 1:
+            raise closest[0]
+        raise SchemaError(path, f"expected {_describe(schema, root)}, got {value!r}", "type")
+    if "enum" in schema and value not in schema["enum"]:
+        raise SchemaError(path, f"expected {_describe(schema, root)}, got {value!r}", "enum")
+    if "const" in schema and value != schema["const"]:
+        raise SchemaError(path, f"expected {schema['const']!r}, got {value!r}", "enum")
+    kind = schema.get("type")
+    if kind is not None and not _type_ok(value, kind):
+        raise SchemaError(path, f"expected {kind}, got {value!r}", "type")
+    if kind in ("integer", "number"):
+        if "minimum" in schema and value < schema["minimum"]:
+            raise SchemaError(path, f"must be at least {schema['minimum']}, got {value}", "range")
+        if "maximum" in schema and value > schema["maximum"]:
+            raise SchemaError(path, f"must be at most {schema['maximum']}, got {value}", "range")
+    if kind == "array" and "items" in schema:
+        return [_check(v, schema["items"], root, f"{path}.{i}") for i, v in enumerate(value)]
+    if kind == "object" or "properties" in schema:
+        return _check_object(value, schema, root, path)
+    return value
+
+
+def _check_object(
+    value: dict[str, Any], schema: dict[str, Any], root: dict[str, Any], path: str
+) -> dict[str, Any]:
+    properties: dict[str, Any] = schema.get("properties", {})
+    prefix = f"{path}." if path else ""
+    for name in schema.get("required", ()):
+        if name not in value:
+            raise SchemaError(prefix + name, "is required", "missing")
+    if schema.get("additionalProperties") is False:
+        for name in value:
+            if name not in properties:
+                known = ", ".join(properties)
+                raise SchemaError(prefix + name, f"is unknown; known fields: {known}", "extra")
+    out: dict[str, Any] = {}
+    for name, sub in properties.items():
+        if name in value:
+            out[name] = _check(value[name], sub, root, prefix + name)
+        elif "default" in sub:
+            out[name] = copy.deepcopy(sub["default"])
+        elif name not in schema.get("required", ()):
+            resolved = _resolve(sub, root)
+            if resolved.get("type") == "object" or "properties" in resolved:
+                out[name] = _check_object({}, resolved, root, prefix + name)
+    for name, item in value.items():
+        if name not in properties:
+            out[name] = item
+    return out
+
+
+def validate(value: Any, schema: dict[str, Any]) -> Record:
+    """``value`` checked against ``schema``, with defaults filled in."""
+    if not isinstance(value, dict):
+        raise SchemaError("", f"expected an object, got {type(value).__name__}", "type")
+    return Record(_check_object(value, schema, schema, ""))
