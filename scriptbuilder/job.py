@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 #: Variable prefixes stripped inside single-node steps that run without MPI,
 #: so a single process does not try to join an MPI world it is not part of.
-MPI_ENV_PREFIXES = ("OMPI_", "ORTE_", "OPAL_", "PMI", "PMIX_", "MPI_", "SLURM_")
+MPI_ENV_PREFIXES = ("OMPI_", "ORTE_", "OPAL_", "PMI", "MPI_", "SLURM_")  # PMI covers PMIX_
 #: Kept so the workload can still tell its rank.
 MPI_ENV_KEEP = ("SLURM_PROCID", "SLURM_LOCALID")
 
