@@ -8,7 +8,8 @@ Rules
   environment assignments, redirections or the argument of ``cd`` are skipped;
   ``cd DIR &&`` makes later relative paths be tried under ``DIR`` first.
 * A relative test path is tried under each search root in order; an absolute
-  one as is.  The file is read once per call and never imported.
+  one as is.  A file is read once and again only when its size or mtime
+  changes; it is never imported.
 * Device markers: ``skip_less_device(N)``, ``skip_less_mpi_world_size(N)``,
   ``gpuN`` and ``skipif(<...device_count()> < N)`` (also ``<= N-1``,
   ``N > ...`` and ``N-1 >= ...``), written ``pytest.mark.x`` or ``mark.x``, as
