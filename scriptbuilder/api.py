@@ -63,11 +63,11 @@ def _load_env(ctx: Context) -> None:
     req = ctx.request
     if not ctx.is_slurm:
         return
-    path = Path(req.slurm_env_file or posixpath.join(req.work_dir, "slurm_env.json"))
+    path = req.slurm_env_file or posixpath.join(req.work_dir, "slurm_env.json")
     ctx.slurm_env, ctx.slurm_env_raw = load_slurm_env(path)
     ctx.trace.chose(
         "slurm_env",
-        str(path),
+        path,
         "slurm_env_file" if req.slurm_env_file else "<work_dir>/slurm_env.json",
     )
 

@@ -27,7 +27,7 @@ DOCKER_SCRIPT = "docker_cmd.sh"
 JOB_SPEC = "job_spec.json"
 
 
-def render_report(spec: dict[str, Any], spec_path: Path, script: str) -> str:
+def render_report(spec: dict[str, Any], spec_path: str, script: str) -> str:
     """Procedure Step 6."""
     lines = [
         f"Generated: {spec_path}",
@@ -68,7 +68,7 @@ def _built(
     submit: SubmitRun | None = None,
 ) -> BuiltJob:
     """The BuiltJob, with job_spec.json after the other files."""
-    spec_path = Path(ctx.request.work_dir) / JOB_SPEC
+    spec_path = posixpath.join(ctx.request.work_dir, JOB_SPEC)
     spec_text = job_spec_json(spec)
     return BuiltJob(
         request=ctx.request,
@@ -118,7 +118,8 @@ def slurm_job(
     text = render(JobBuilder(scenario, workflow, shape).build())
     extra: tuple[OutputFile, ...] = ()
     if ctx.is_remote and workflow.kind == "custom":
-        extra = (OutputFile(Path(req.work_dir) / RUN_SCRIPT_NAME, packaged_run_script(), 0o755),)
+        copy = posixpath.join(req.work_dir, RUN_SCRIPT_NAME)
+        extra = (OutputFile(copy, packaged_run_script(), 0o755),)
     script_path = posixpath.join(req.work_dir, workflow.script_name(model))
     persistent = req.execution_scenario == "local_slurm" and req.persistent_mode is not False
     spec = _job_spec(
@@ -149,9 +150,7 @@ def slurm_job(
         container_name=container.name if persistent else None,
         container_mounts=container.mounts if persistent else None,
     )
-    return _built(
-        ctx, spec, script_path, text, (OutputFile(Path(script_path), text, 0o755), *extra)
-    )
+    return _built(ctx, spec, script_path, text, (OutputFile(script_path, text, 0o755), *extra))
 
 
 def docker_job(ctx: Context, image: str, mounts: Mounts, workload: Workload) -> BuiltJob:
@@ -179,7 +178,7 @@ def docker_job(ctx: Context, image: str, mounts: Mounts, workload: Workload) -> 
         docker_cmd=render_one_line(scenario.docker_run(plan)),
         log_file=posixpath.join(req.work_dir, f"{model}_local.log"),
     )
-    return _built(ctx, spec, script_path, text, (OutputFile(Path(script_path), text, 0o755),))
+    return _built(ctx, spec, script_path, text, (OutputFile(script_path, text, 0o755),))
 
 
 def perf_job(ctx: Context, target: SlurmTarget, plan: PerfPlan) -> BuiltJob:
@@ -212,7 +211,8 @@ def perf_job(ctx: Context, target: SlurmTarget, plan: PerfPlan) -> BuiltJob:
             mpi_plugin=plan.mpi_type,
         ),
     )
-    inputs = (OutputFile(*plan.derived_config, 0o644),) if plan.derived_config else ()
+    derived = plan.derived_config
+    inputs = (OutputFile(str(derived[0]), derived[1], 0o644),) if derived else ()
     submit = SubmitRun(
         tuple(plan.argv), Path(req.work_dir), plan.output_log, SUBMIT_TIMEOUT, inputs
     )

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class OutputFile:
-    path: Path
+    path: str
     text: str
     mode: int
 
@@ -73,7 +73,7 @@ class BuiltJob:
 
             for out in self.submit.inputs:
                 write_atomic(out.path, out.text, out.mode)
-                written.append(out.path)
+                written.append(Path(out.path))
             run_submit(
                 list(self.submit.argv),
                 cwd=self.submit.cwd,
@@ -83,5 +83,5 @@ class BuiltJob:
             written.append(Path(self.job_spec_data["script_path"]))
         for out in self.files:
             write_atomic(out.path, out.text, out.mode)
-            written.append(out.path)
+            written.append(Path(out.path))
         return written

@@ -29,7 +29,7 @@ _ARCH_ALIASES = {
     "x64": "x86_64",
 }
 
-_CANONICAL = Path("jenkins") / "current_image_tags.properties"
+_CANONICAL = "jenkins/current_image_tags.properties"
 _SEARCH_DIRS = ("jenkins", ".ci", "ci")
 _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv"})
 _MAX_DEPTH = 3
@@ -72,17 +72,17 @@ def _search(top: Path, max_depth: int, skip: frozenset[str]) -> Path | None:
     return None
 
 
-def find_properties_file(repo_root: Path) -> Path | None:
+def find_properties_file(repo_root: str | Path) -> Path | None:
     """``jenkins/current_image_tags.properties``, else the first ``*image_tags*.properties``.
 
     The search is breadth-first to depth 3 in sorted order, under ``jenkins/``,
     ``.ci/``, ``ci/`` in that order, then under the repository root (skipping
     those three and ``.git``-like folders).  Shallower files win within a folder.
     """
+    canonical = os.path.join(repo_root, _CANONICAL)
+    if os.path.isfile(canonical):
+        return Path(canonical)
     root = Path(repo_root)
-    canonical = root / _CANONICAL
-    if canonical.is_file():
-        return canonical
     for name in _SEARCH_DIRS:
         folder = root / name
         if folder.is_dir():

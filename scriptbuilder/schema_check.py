@@ -144,7 +144,8 @@ def _check_object(
         if name in value:
             out[name] = _check(value[name], sub, root, prefix + name)
         elif "default" in sub:
-            out[name] = copy.deepcopy(sub["default"])
+            default = sub["default"]
+            out[name] = copy.deepcopy(default) if isinstance(default, (list, dict)) else default
         elif name not in schema.get("required", ()):
             resolved = _resolve(sub, root)
             if resolved.get("type") == "object" or "properties" in resolved:

@@ -91,6 +91,8 @@ _OPERATORS = (
     "&", "|", ";", "(", ")", "<", ">",
 )  # fmt: skip
 _METACHARS = frozenset(" \t\n;&|()<>")
+#: A run of characters that stand for themselves in a word (at least one).
+_ORDINARY_RUN = re.compile(r"[^ \t\n;&|()<>\\'\"$`]+|.", re.DOTALL)
 _BLANKS = frozenset(" \t")
 _NAME_START = re.compile(r"[A-Za-z_]")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -452,9 +454,10 @@ class _Lexer:
                 literal = False
                 i = end
             else:
-                value.append(c)
-                shape.append(c)
-                i += 1
+                end = _ORDINARY_RUN.match(s, i).end()  # type: ignore[union-attr]
+                value.append(s[i:end])
+                shape.append(s[i:end])
+                i = end
         if literal:
             literal = not _expands("".join(shape))
         return Token("".join(value), start, i, "word", literal), i

@@ -44,7 +44,7 @@ def gres_gpus(part: Partition) -> int | None:
     return int(count) if count.isdecimal() else None
 
 
-def load_slurm_env(path: Path) -> tuple[SlurmEnv, dict[str, Any]]:
+def load_slurm_env(path: str | Path) -> tuple[SlurmEnv, dict[str, Any]]:
     """The checked environment and the raw JSON object, or a BuildError saying why not."""
     from scriptbuilder.file_cache import load
 

@@ -125,3 +125,18 @@ def test_build_does_not_import_pydantic(build_env: BuildEnv) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"a": 'x\n"y" ü \u2028 \\ \t', "b": None, "c": True, "d": False, "e": 0, "f": -12},
+        {"l": [], "d": {}, "n": [[], [1, [2, {"k": []}]], {"x": {"y": {}}}]},
+        {"slurm_env": SLURM_ENV, "after": ["x"]},
+        {"slurm_env": {}, "nested": {"slurm_env": {"not": "top level"}}},
+    ],
+)
+def test_job_spec_json_is_exactly_json_dumps(doc: dict[str, Any]) -> None:
+    from scriptbuilder.job_spec import job_spec_json
+
+    assert job_spec_json(doc) == json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

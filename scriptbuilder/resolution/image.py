@@ -50,7 +50,7 @@ def resolve_image(ctx: Context) -> str:
             "container_image: not given and repo_root is not set to find the image tags "
             "properties file; pass container_image or repo_root"
         )
-    props_file = find_properties_file(Path(req.repo_root))
+    props_file = find_properties_file(req.repo_root)
     if props_file is None:
         raise BuildError(
             f"container_image: not given and no image tags properties file under "
