@@ -1023,7 +1023,7 @@ def _match_case(case: str, params: list[list[_Case]]) -> list[tuple[_Case, ...]]
 # --------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Found:
     devices: int
     label: str
@@ -1209,6 +1209,8 @@ class _FileCache:
         self.sources: dict[Path, _Source | None] = {}
         self.outlines: dict[Path, _Scope] = {}
         self.full: dict[Path, _Scope | None] = {}
+        #: (path, test id) -> what _inspect_one found and warned, for the current file.
+        self.answers: dict[tuple[Path, str], tuple[_Found | None, tuple[str, ...]]] = {}
 
     def source(self, path: Path) -> _Source | None:
         try:
@@ -1221,6 +1223,8 @@ class _FileCache:
                 self.__init__()  # type: ignore[misc]
             self.outlines.pop(path, None)
             self.full.pop(path, None)
+            for key in [k for k in self.answers if k[0] == path]:
+                del self.answers[key]
             self.stamps[path] = stamp
             try:
                 self.sources[path] = _Source(path.read_text(encoding="utf-8", errors="replace"))
@@ -1248,7 +1252,21 @@ def _candidates(tid: TestId, roots: Sequence[Path]) -> list[Path]:
 
 
 def _inspect_one(tid: TestId, path: Path, cache: _FileCache, warnings: list[str]) -> _Found | None:
+    """:func:`_inspect_file`, remembered while the file is unchanged."""
     src = cache.source(path)
+    key = (path, str(tid))
+    hit = cache.answers.get(key)
+    if hit is None or src is None:
+        own: list[str] = []
+        hit = (_inspect_file(tid, path, src, cache, own), tuple(own))
+        cache.answers[key] = hit
+    warnings.extend(hit[1])
+    return hit[0]
+
+
+def _inspect_file(
+    tid: TestId, path: Path, src: _Source | None, cache: _FileCache, warnings: list[str]
+) -> _Found | None:
     if src is None:
         warnings.append(f"test file {tid.path} could not be read ({path})")
         return None
