@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import platform
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,7 +28,7 @@ class Context:
     slurm_env: SlurmEnv | None = None
     slurm_env_raw: dict[str, Any] | None = None
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
-    machine: Callable[[], str] = platform.machine
+    machine: Callable[[], str] = field(default=lambda: os.uname().machine)
     env_info: EnvInfo | None = None
     clock: Callable[[], datetime] = datetime.now
     trace: Trace = field(default_factory=Trace)

@@ -9,21 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mounts import Mounts
 from scriptbuilder.resolution.slurm_params import SlurmTarget
-from scriptbuilder.workflows.perf_sanity import (
-    LAUNCH_SCRIPT_NAME,
-    PerfPreflight,
-    PerfSanityWorkflow,
-    SubmitRequest,
-    perf_topology,
-    preflight,
-    submit_argv,
-    submit_py_path,
-)
+
+if TYPE_CHECKING:
+    from scriptbuilder.workflows.perf_sanity import PerfPreflight, PerfSanityWorkflow
 
 #: How long submit.py may run before the build gives up on it.
 SUBMIT_TIMEOUT = 300.0
@@ -83,6 +77,15 @@ def resolve_perf(
     eval_fallback: bool = False,
     model_name: str | None = None,
 ) -> PerfPlan:
+    from scriptbuilder.workflows.perf_sanity import (
+        LAUNCH_SCRIPT_NAME,
+        PerfSanityWorkflow,
+        SubmitRequest,
+        preflight,
+        submit_argv,
+        submit_py_path,
+    )
+
     req, trace = ctx.request, ctx.trace
     if not req.repo_root:
         raise BuildError(
@@ -162,6 +165,8 @@ def resolve_perf(
 def topology_of(plan: PerfPlan) -> tuple[int, int, int]:
     """Devices, nodes and GPUs per node, from the config YAML (submit.py's source)."""
     checked = plan.checked
+    from scriptbuilder.workflows.perf_sanity import perf_topology
+
     topo = perf_topology(
         checked.config, server_name=checked.server_name, benchmark_mode=checked.benchmark_mode
     )
