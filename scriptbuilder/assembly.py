@@ -78,7 +78,7 @@ def _built(
         script_text=text,
         report=render_report(spec, spec_path, script_path),
         warnings=tuple(ctx.trace.warnings),
-        explanation=tuple(ctx.trace.lines()),
+        trace=ctx.trace,
         files=(*files, OutputFile(spec_path, spec_text, 0o644)),
         submit=submit,
     )

@@ -10,6 +10,7 @@ from scriptbuilder.output import write_atomic
 
 if TYPE_CHECKING:
     from scriptbuilder.models import BuildRequest, JobSpec
+    from scriptbuilder.resolution.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -49,10 +50,16 @@ class BuiltJob:
     script_text: str
     report: str
     warnings: tuple[str, ...]
-    explanation: tuple[str, ...]
+    #: Every resolved value with the rule that chose it (see :attr:`explanation`).
+    trace: Trace
     files: tuple[OutputFile, ...] = field(default=())
     #: Set on the perf-sanity path: submit.py writes the script during :meth:`write`.
     submit: SubmitRun | None = None
+
+    @property
+    def explanation(self) -> tuple[str, ...]:
+        """One line per resolved value: ``field  value  <- rule``."""
+        return tuple(self.trace.lines())
 
     @property
     def job_spec(self) -> JobSpec:

@@ -93,7 +93,26 @@ def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+#: Schemas (by id; the shipped ones live as long as the process) that accept
+#: ``None`` or plain values of these types and nothing else to check.
+_PLAIN_OR_NULL: dict[int, tuple[type, ...] | None] = {}
+_PLAIN_KINDS = {"string": (str,), "boolean": (bool,)}
+
+
+def _plain_or_null(schema: dict[str, Any]) -> tuple[type, ...] | None:
+    key = id(schema)
+    if key not in _PLAIN_OR_NULL:
+        options = schema.get("anyOf", ())
+        kinds = sorted(o.get("type", "") for o in options if set(o) == {"type"})
+        simple = len(kinds) == len(options) == 2 and kinds[1] == "null"
+        _PLAIN_OR_NULL[key] = _PLAIN_KINDS.get(kinds[0]) if simple else None
+    return _PLAIN_OR_NULL[key]
+
+
 def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], path: str) -> Any:
+    plain = _plain_or_null(schema)
+    if plain is not None and (value is None or isinstance(value, plain)):
+        return value
     schema = _resolve(schema, root)
     if "anyOf" in schema:
         errors = []

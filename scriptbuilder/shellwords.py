@@ -97,6 +97,8 @@ _BLANKS = frozenset(" \t")
 _NAME_START = re.compile(r"[A-Za-z_]")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FD_REDIRECT = re.compile(r"[0-9]+(?=[<>])")
+_DIGITS = frozenset("0123456789")
+_OPERATOR_CHARS = frozenset(o[0] for o in _OPERATORS)
 _SPECIAL_PARAMS = frozenset("@*#?$!-0123456789")
 # Placeholder for a quoted (or expanded) character in a word's shape.
 _Q = "\x00"
@@ -504,9 +506,13 @@ class _Lexer:
                 i = n if newline < 0 else newline
                 continue
             op_start = i
-            fd = _FD_REDIRECT.match(s, i)
+            fd = _FD_REDIRECT.match(s, i) if c in _DIGITS else None
             j = fd.end() if fd else i
-            op = next((o for o in _OPERATORS if s.startswith(o, j)), None)
+            op = (
+                next((o for o in _OPERATORS if s.startswith(o, j)), None)
+                if s[j] in _OPERATOR_CHARS
+                else None
+            )
             is_procsub = op in ("<", ">") and s.startswith("(", j + 1)
             if op is not None and not is_procsub and (fd is None or op[0] in "<>"):
                 i = j + len(op)
