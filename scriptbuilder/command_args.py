@@ -132,6 +132,9 @@ def flag_value(
     while i < len(words):
         word = words[i]
         text = word.value
+        if text[:1] != "-":  # every flag name starts with a dash
+            i += 1
+            continue
         if text == "--" and word.literal:
             break
         if text in names:
