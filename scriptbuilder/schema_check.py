@@ -39,9 +39,12 @@ class Record:
     Records too, made once. ``data`` is the plain dict."""
 
     def __init__(self, data: dict[str, Any]) -> None:
-        attrs = {name: _view(value) for name, value in data.items()}
+        attrs = self.__dict__
+        attrs.update(data)
+        for name, value in data.items():
+            if isinstance(value, (dict, list)):
+                attrs[name] = _view(value)
         attrs["data"] = data
-        self.__dict__.update(attrs)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is read-only")
