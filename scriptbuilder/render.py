@@ -312,11 +312,6 @@ def render_inline(body: tuple[Statement, ...]) -> str:
     return "; ".join(lines)
 
 
-def render_statements(body: tuple[Statement, ...]) -> str:
-    lines = [line for node in body for line in _statement_lines(node)]
-    return "\n".join(lines) + "\n" if lines else ""
-
-
 def render(script: SbatchScript | ShellScript) -> str:
     """Render a whole script to text ending in a newline."""
     lines = [f"#!{script.shebang.interpreter}"]

@@ -159,17 +159,6 @@ class Command(Node):
         return Command(tuple([to_word(a) for a in args]))
 
 
-_BASH = Word.of("bash")
-_DASH_C = Word.of("-c")
-
-
-def inline_bash(body: tuple[Statement, ...], name: str, args: tuple[WordLike, ...] = ()) -> Command:
-    """``bash -c '<body>' <name> <args...>``: a small script passed as one argument."""
-    return Command(
-        (_BASH, _DASH_C, Word((ScriptText(body),)), to_word(name), *[to_word(a) for a in args])
-    )
-
-
 # ---------------------------------------------------------------- statements
 
 

@@ -79,6 +79,7 @@ def resolve_perf(
 ) -> PerfPlan:
     from scriptbuilder.workflows.perf_sanity import (
         LAUNCH_SCRIPT_NAME,
+        SUBMIT_LOG_NAME,
         PerfSanityWorkflow,
         SubmitRequest,
         preflight,
@@ -158,7 +159,7 @@ def resolve_perf(
         checked=checked,
         derived_config=derived,
         launch_sh=launch_sh,
-        output_log=work_dir / "submit_py.log",
+        output_log=work_dir / SUBMIT_LOG_NAME,
     )
 
 

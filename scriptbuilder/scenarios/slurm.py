@@ -143,10 +143,6 @@ def _srun(step: Step, container_options: tuple[SrunOption, ...]) -> Srun:
     return Srun((*options, *container_options), payload)
 
 
-def srun_step(step: Step, container: Container) -> Srun:
-    return _srun(step, _container_options(container))
-
-
 _BASH = Word.of("bash")
 _DASH_C = Word.of("-c")
 _STEP = Word.of("step")
@@ -156,10 +152,6 @@ _STATUS_ZERO = Assign(STATUS, Word.of("0"))
 _STATUS_FROM_STEP = Assign(STATUS, Word.of(Var("?")))
 _JOB_ID = Var("SLURM_JOB_ID", "")
 _DATE = Subst(Command.of("date"))
-
-
-def _status_ok() -> Command:
-    return _STATUS_OK
 
 
 def _echo(*parts: str | Var | Subst) -> Run:
