@@ -72,7 +72,7 @@ def _search(top: Path, max_depth: int, skip: frozenset[str]) -> Path | None:
     return None
 
 
-def find_properties_file(repo_root: str | Path) -> Path | None:
+def find_properties_file(repo_root: str | Path) -> str | None:
     """``jenkins/current_image_tags.properties``, else the first ``*image_tags*.properties``.
 
     The search is breadth-first to depth 3 in sorted order, under ``jenkins/``,
@@ -81,17 +81,16 @@ def find_properties_file(repo_root: str | Path) -> Path | None:
     """
     canonical = os.path.join(repo_root, _CANONICAL)
     if os.path.isfile(canonical):
-        return Path(canonical)
+        return canonical
     root = Path(repo_root)
     for name in _SEARCH_DIRS:
         folder = root / name
         if folder.is_dir():
             found = _search(folder, _MAX_DEPTH, _SKIP_DIRS)
             if found is not None:
-                return found
-    if root.is_dir():
-        return _search(root, _MAX_DEPTH, _SKIP_DIRS | frozenset(_SEARCH_DIRS))
-    return None
+                return str(found)
+    found = _search(root, _MAX_DEPTH, _SKIP_DIRS | frozenset(_SEARCH_DIRS))
+    return None if found is None else str(found)
 
 
 def _unquote(value: str) -> str:
@@ -100,7 +99,7 @@ def _unquote(value: str) -> str:
     return value
 
 
-def read_properties(path: Path) -> dict[str, str]:
+def read_properties(path: str | Path) -> dict[str, str]:
     """``KEY=VALUE`` lines; ``#``/``!`` comments and blank lines skipped.
 
     Key and value are stripped, a value's matching surrounding quotes removed,

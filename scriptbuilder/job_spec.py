@@ -14,18 +14,30 @@ from typing import Any
 def job_spec_document(**fields: Any) -> dict[str, Any]:
     """The job spec with the schema's field order and defaults; fields whose value
     is None are left out (scenario-specific ones appear only for their scenario)."""
-    from scriptbuilder.schemas import schema
-
-    properties = schema("job-spec")["properties"]
-    unknown = set(fields) - set(properties)
-    if unknown:
-        raise TypeError(f"not job_spec fields: {sorted(unknown)}")
     doc: dict[str, Any] = {}
-    for name, sub in properties.items():
-        value = fields.get(name, sub.get("default"))
+    order = _field_order()
+    for name, default in order:
+        value = fields.get(name, default)
         if value is not None:
             doc[name] = value
+    if len(fields) > len(doc):
+        unknown = set(fields).difference(name for name, _ in order)
+        if unknown:
+            raise TypeError(f"not job_spec fields: {sorted(unknown)}")
     return doc
+
+
+_order: list[tuple[str, Any]] = []
+
+
+def _field_order() -> list[tuple[str, Any]]:
+    """``(field, default)`` in the job-spec schema's order, read once."""
+    if not _order:
+        from scriptbuilder.schemas import schema
+
+        properties = schema("job-spec")["properties"]
+        _order.extend((name, sub.get("default")) for name, sub in properties.items())
+    return _order
 
 
 def job_spec_json(doc: dict[str, Any]) -> str:
@@ -55,29 +67,42 @@ def _embedded(env: dict[str, Any]) -> str:
 def _encode(value: Any, newline: str) -> str:
     """JSON for str, bool, None, int, list and dict (str keys), indented by 2;
     ``newline`` is the line break plus the current indentation."""
-    if isinstance(value, str):
+    kind = type(value)
+    if kind is str:
         return _string(value)
     if value is None:
         return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int):
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
         return int.__repr__(value)
-    inner = newline + "  "
-    if isinstance(value, list):
+    if kind is dict:
+        return _encode_dict(value, newline)
+    if kind is list:
         if not value:
             return "[]"
-        return "[" + inner + ("," + inner).join(_encode(v, inner) for v in value) + newline + "]"
-    if isinstance(value, dict):
-        if not value:
-            return "{}"
-        items = (
-            _string(k)
-            + ": "
-            + (_embedded(v) if k == "slurm_env" and newline == "\n" else _encode(v, inner))
-            for k, v in value.items()
-        )
-        return "{" + inner + ("," + inner).join(items) + newline + "}"
+        inner = newline + "  "
+        if all(type(v) is str for v in value):
+            items = [_string(v) for v in value]
+        else:
+            items = [_encode(v, inner) for v in value]
+        return "[" + inner + ("," + inner).join(items) + newline + "]"
     return json.dumps(value, ensure_ascii=False)
+
+
+def _encode_dict(value: dict[str, Any], newline: str) -> str:
+    if not value:
+        return "{}"
+    inner = newline + "  "
+    top = newline == "\n"
+    items = []
+    for key, item in value.items():
+        kind = type(item)
+        if kind is str:
+            text = _string(item)
+        elif kind is dict and top and key == "slurm_env":
+            text = _embedded(item)
+        else:
+            text = _encode(item, inner)
+        items.append(_string(key) + ": " + text)
+    return "{" + inner + ("," + inner).join(items) + newline + "}"

@@ -106,9 +106,10 @@ def _plain_or_null(schema: dict[str, Any]) -> tuple[type, ...] | None:
     key = id(schema)
     if key not in _PLAIN_OR_NULL:
         options = schema.get("anyOf", ())
-        kinds = sorted(o.get("type", "") for o in options if set(o) == {"type"})
-        simple = len(kinds) == len(options) == 2 and kinds[1] == "null"
-        _PLAIN_OR_NULL[key] = _PLAIN_KINDS.get(kinds[0]) if simple else None
+        kinds = [o.get("type", "") for o in options if set(o) == {"type"}]
+        simple = len(kinds) == len(options) == 2 and "null" in kinds
+        other = kinds[kinds.index("null") - 1] if simple else ""
+        _PLAIN_OR_NULL[key] = _PLAIN_KINDS.get(other)
     return _PLAIN_OR_NULL[key]
 
 
@@ -148,7 +149,105 @@ def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], path: str) 
     return value
 
 
+class _ObjectPlan:
+    """What checking one object schema needs, worked out once per schema.
+
+    ``fast`` maps a property to the exact value types (and, for an ``enum``, the
+    values) that pass with nothing else to check; any other value, a missing
+    required field or an unknown one takes :func:`_check_object_slowly`, which
+    gives the same result or the error. ``copies`` are the properties whose
+    default is a list or dict (copied per object); ``objects`` those without a
+    default whose object schema fills in its own defaults."""
+
+    __slots__ = ("copies", "defaults", "fast", "names", "objects", "required")
+
+    def __init__(self, schema: dict[str, Any], root: dict[str, Any]) -> None:
+        properties: dict[str, Any] = schema["properties"]
+        self.names = frozenset(properties)
+        self.required = frozenset(schema.get("required", ()))
+        self.defaults: dict[str, Any] = {}
+        self.copies: list[tuple[str, Any]] = []
+        self.objects: list[tuple[str, dict[str, Any]]] = []
+        self.fast: dict[str, tuple[frozenset[type], frozenset[Any] | None]] = {}
+        for name, sub in properties.items():
+            self.defaults[name] = sub.get("default")
+            self.fast[name] = _fast_test(sub)
+            if "default" in sub:
+                if isinstance(sub["default"], (list, dict)):
+                    self.copies.append((name, sub["default"]))
+            elif name not in self.required:
+                resolved = _resolve(sub, root)
+                if resolved.get("type") != "object" and "properties" not in resolved:
+                    raise _NoPlan  # absent means left out: only the full path does that
+                self.objects.append((name, resolved))
+
+
+class _NoPlan(Exception):
+    pass
+
+
+def _fast_test(schema: dict[str, Any]) -> tuple[frozenset[type], frozenset[Any] | None]:
+    """Types (and enum values) a property accepts with nothing else to check."""
+    plain = _plain_or_null(schema)
+    if plain is not None:
+        return frozenset((*plain, type(None))), None
+    keys = set(schema) - {"title", "description", "default"}
+    if schema.get("type") == "string" and keys in ({"type"}, {"type", "enum"}):
+        enum = schema.get("enum")
+        return frozenset((str,)), None if enum is None else frozenset(enum)
+    if {"type": "null"} in schema.get("anyOf", ()):
+        return frozenset((type(None),)), None
+    return frozenset(), None
+
+
+_PLANS: dict[int, tuple[dict[str, Any], _ObjectPlan | None]] = {}
+
+
+def _plan(schema: dict[str, Any], root: dict[str, Any]) -> _ObjectPlan | None:
+    """The plan for a closed object schema (``additionalProperties: false``),
+    remembered per schema object (the entry keeps it alive)."""
+    hit = _PLANS.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    plan = None
+    if schema.get("additionalProperties") is False and "properties" in schema:
+        try:
+            plan = _ObjectPlan(schema, root)
+        except _NoPlan:
+            plan = None
+    if len(_PLANS) >= 64:
+        _PLANS.clear()
+    _PLANS[id(schema)] = (schema, plan)
+    return plan
+
+
 def _check_object(
+    value: dict[str, Any], schema: dict[str, Any], root: dict[str, Any], path: str
+) -> dict[str, Any]:
+    plan = _plan(schema, root)
+    if plan is None or not plan.names.issuperset(value) or not plan.required <= value.keys():
+        return _check_object_slowly(value, schema, root, path)
+    out = dict(plan.defaults)
+    fast = plan.fast
+    for name, item in value.items():
+        types, allowed = fast[name]
+        if type(item) not in types or (allowed is not None and item not in allowed):
+            item = _check(item, schema["properties"][name], root, _join(path, name))
+        out[name] = item
+    for name, default in plan.copies:
+        if name not in value:
+            out[name] = copy.deepcopy(default)
+    for name, sub in plan.objects:
+        if name not in value:
+            out[name] = _check_object({}, sub, root, _join(path, name))
+    return out
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _check_object_slowly(
     value: dict[str, Any], schema: dict[str, Any], root: dict[str, Any], path: str
 ) -> dict[str, Any]:
     properties: dict[str, Any] = schema.get("properties", {})

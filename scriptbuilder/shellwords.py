@@ -93,6 +93,10 @@ _OPERATORS = (
 _METACHARS = frozenset(" \t\n;&|()<>")
 #: A run of characters that stand for themselves in a word (at least one).
 _ORDINARY_RUN = re.compile(r"[^ \t\n;&|()<>\\'\"$`]+|.", re.DOTALL)
+#: A whole word of such characters, when a metacharacter or the end follows it.
+_PLAIN_WORD = re.compile(r"[^ \t\n;&|()<>\\'\"$`]+(?=[ \t\n;&|()]|[<>](?!\()|\Z)")
+#: Characters without which no tilde, brace or pathname expansion applies.
+_MAYBE_EXPANDS = re.compile(r"[*?\[{~]")
 _BLANKS = frozenset(" \t")
 _NAME_START = re.compile(r"[A-Za-z_]")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -398,6 +402,11 @@ class _Lexer:
 
     def read_word(self, i: int) -> tuple[Token, int]:
         s, n = self.s, self.n
+        plain = _PLAIN_WORD.match(s, i)
+        if plain is not None:  # the common case: nothing quoted or expanded
+            end = plain.end()
+            text = s[i:end]
+            return Token(text, i, end, "word", not _expands(text)), end
         start = i
         value: list[str] = []
         # Unquoted characters as they are, quoted/expanded runs as _Q: what
@@ -530,6 +539,8 @@ class _Lexer:
 
 def _expands(shape: str) -> bool:
     """Whether tilde, brace or pathname expansion applies to a word of this shape."""
+    if _MAYBE_EXPANDS.search(shape) is None:
+        return False
     if "*" in shape or "?" in shape or _GLOB_BRACKET.search(shape):
         return True
     if _BRACE_EXPANSION.search(shape):

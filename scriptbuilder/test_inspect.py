@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import os
 import posixpath
 import re
 import shlex
@@ -1205,16 +1206,16 @@ class _FileCache:
     limit = 256
 
     def __init__(self) -> None:
-        self.stamps: dict[Path, tuple[int, int]] = {}
-        self.sources: dict[Path, _Source | None] = {}
-        self.outlines: dict[Path, _Scope] = {}
-        self.full: dict[Path, _Scope | None] = {}
+        self.stamps: dict[str, tuple[int, int]] = {}
+        self.sources: dict[str, _Source | None] = {}
+        self.outlines: dict[str, _Scope] = {}
+        self.full: dict[str, _Scope | None] = {}
         #: (path, test id) -> what _inspect_one found and warned, for the current file.
-        self.answers: dict[tuple[Path, str], tuple[_Found | None, tuple[str, ...]]] = {}
+        self.answers: dict[tuple[str, str], tuple[_Found | None, tuple[str, ...]]] = {}
 
-    def source(self, path: Path) -> _Source | None:
+    def source(self, path: str) -> _Source | None:
         try:
-            info = path.stat()
+            info = os.stat(path)
             stamp = (info.st_mtime_ns, info.st_size)
         except OSError:
             stamp = (-1, -1)
@@ -1227,7 +1228,7 @@ class _FileCache:
                 del self.answers[key]
             self.stamps[path] = stamp
             try:
-                self.sources[path] = _Source(path.read_text(encoding="utf-8", errors="replace"))
+                self.sources[path] = _Source(read_source(path))
             except OSError:
                 self.sources[path] = None
         return self.sources[path]
@@ -1236,22 +1237,28 @@ class _FileCache:
 _FILES = _FileCache()
 
 
-def _candidates(tid: TestId, roots: Sequence[Path]) -> list[Path]:
-    path = Path(tid.path)
-    if path.is_absolute():
+def read_source(path: str) -> str:
+    """A test file's text (undecodable bytes replaced)."""
+    with open(path, encoding="utf-8", errors="replace") as file:
+        return file.read()
+
+
+def _candidates(tid: TestId, roots: Sequence[str]) -> list[str]:
+    path = tid.path
+    if os.path.isabs(path):
         return [path]
-    out: list[Path] = []
+    join = os.path.join
+    out: list[str] = []
     if tid.cwd is not None:
-        cwd = Path(tid.cwd)
-        if cwd.is_absolute():
-            out.append(cwd / path)
+        if os.path.isabs(tid.cwd):
+            out.append(join(tid.cwd, path))
         else:
-            out.extend(root / cwd / path for root in roots)
-    out.extend(root / path for root in roots)
+            out.extend(join(root, tid.cwd, path) for root in roots)
+    out.extend(join(root, path) for root in roots)
     return out
 
 
-def _inspect_one(tid: TestId, path: Path, cache: _FileCache, warnings: list[str]) -> _Found | None:
+def _inspect_one(tid: TestId, path: str, cache: _FileCache, warnings: list[str]) -> _Found | None:
     """:func:`_inspect_file`, remembered while the file is unchanged."""
     src = cache.source(path)
     key = (path, str(tid))
@@ -1265,7 +1272,7 @@ def _inspect_one(tid: TestId, path: Path, cache: _FileCache, warnings: list[str]
 
 
 def _inspect_file(
-    tid: TestId, path: Path, src: _Source | None, cache: _FileCache, warnings: list[str]
+    tid: TestId, path: str, src: _Source | None, cache: _FileCache, warnings: list[str]
 ) -> _Found | None:
     if src is None:
         warnings.append(f"test file {tid.path} could not be read ({path})")
@@ -1294,7 +1301,9 @@ def _inspect_file(
     return result
 
 
-def required_devices(test_cmd: str, search_roots: Sequence[Path]) -> InspectResult:
+def required_devices(
+    test_cmd: str, search_roots: Sequence[str | os.PathLike[str]]
+) -> InspectResult:
     """GPUs the command's tests declare (``.requirement``, None when nothing is derivable).
 
     ``.warnings`` explains what could not be derived (file not found, case not
@@ -1306,14 +1315,15 @@ def required_devices(test_cmd: str, search_roots: Sequence[Path]) -> InspectResu
         result.warnings.append(f"no test file (*.py) found in test command: {test_cmd}")
         return result
     cache = _FILES
+    roots = [os.fspath(root) for root in search_roots]
     best: tuple[_Found, str] | None = None
     unmarked: list[str] = []
     for tid in test_ids:
-        candidates = _candidates(tid, search_roots)
-        path = next((c for c in candidates if c.is_file()), None)
+        candidates = _candidates(tid, roots)
+        path = next((c for c in candidates if os.path.isfile(c)), None)
         if path is None:
             depth = len(Path(tid.path).parts)
-            bases = [str(c.parents[depth - 1]) for c in candidates] if depth else []
+            bases = [str(Path(c).parents[depth - 1]) for c in candidates] if depth else []
             tried = ", ".join(dict.fromkeys(bases)) or "(no search roots)"
             result.warnings.append(f"test file {tid.path} not found under {tried}")
             continue

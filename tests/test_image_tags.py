@@ -43,8 +43,8 @@ def test_real_file() -> None:
 
 def test_synthetic_repo_has_the_real_file() -> None:
     found = find_properties_file(REPO)
-    assert found == REPO / "jenkins" / "current_image_tags.properties"
-    assert found.read_bytes() == REAL.read_bytes()
+    assert found == str(REPO / "jenkins" / "current_image_tags.properties")
+    assert found is not None and Path(found).read_bytes() == REAL.read_bytes()
 
 
 @pytest.mark.parametrize(
@@ -160,7 +160,7 @@ def _touch(root: Path, *paths: str) -> None:
 def test_find_properties_file(tmp_path: Path, files: list[str], expected: str | None) -> None:
     _touch(tmp_path, *files)
     found = find_properties_file(tmp_path)
-    assert found == (tmp_path / expected if expected is not None else None)
+    assert found == (str(tmp_path / expected) if expected is not None else None)
 
 
 def test_find_properties_file_missing_root(tmp_path: Path) -> None:

@@ -134,6 +134,7 @@ def test_build_does_not_import_pydantic(build_env: BuildEnv) -> None:
         {"l": [], "d": {}, "n": [[], [1, [2, {"k": []}]], {"x": {"y": {}}}]},
         {"slurm_env": SLURM_ENV, "after": ["x"]},
         {"slurm_env": {}, "nested": {"slurm_env": {"not": "top level"}}},
+        {"s": ["a", "\u00fc\n"], "m": ["a", 1, None, True], "f": 1.5, "t": [1.25]},
     ],
 )
 def test_job_spec_json_is_exactly_json_dumps(doc: dict[str, Any]) -> None:

@@ -296,14 +296,14 @@ def test_unmatched_case_uses_max_over_cases_and_warns() -> None:
 def test_file_is_read_once_and_again_only_when_changed(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    reads: list[Path] = []
-    original = Path.read_text
+    reads: list[str] = []
+    original = test_inspect.read_source
 
-    def counting(self: Path, *args: object, **kwargs: object) -> str:
-        reads.append(self)
-        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+    def counting(path: str) -> str:
+        reads.append(path)
+        return original(path)
 
-    monkeypatch.setattr(Path, "read_text", counting)
+    monkeypatch.setattr(test_inspect, "read_source", counting)
     test_file = tmp_path / "test_cached.py"
     test_file.write_text(
         "import pytest\n\n@pytest.mark.skip_less_device(2)\ndef test_a():\n    pass\n"

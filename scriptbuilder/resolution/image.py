@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from scriptbuilder.errors import BuildError
 from scriptbuilder.file_cache import load
 from scriptbuilder.image_tags import (
@@ -15,10 +13,6 @@ from scriptbuilder.image_tags import (
 )
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.slurm_env import client_tools_missing, find_partition
-
-
-def _read_properties(path: str) -> dict[str, str]:
-    return read_properties(Path(path))
 
 
 def resolve_arch(ctx: Context) -> str:
@@ -64,7 +58,7 @@ def resolve_image(ctx: Context) -> str:
             f"container_image: no properties key for architecture {arch!r} "
             f"(known: {', '.join(ARCH_KEYS)}); pass container_image"
         )
-    image = image_for_arch(load(props_file, _read_properties), arch)
+    image = image_for_arch(load(props_file, read_properties), arch)
     if not image:
         raise BuildError(f"container_image: {props_file} has no {key}= line; pass container_image")
     return ctx.trace.chose("docker_image", image, f"{key} in {props_file}")

@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Choice:
+class Choice(NamedTuple):
     field: str
     value: Any
     rule: str
 
 
-@dataclass
 class Trace:
-    choices: list[Choice] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    """The choices in the order they were made, and the warnings for the report."""
+
+    __slots__ = ("choices", "warnings")
+
+    def __init__(self) -> None:
+        self.choices: list[Choice] = []
+        self.warnings: list[str] = []
 
     def chose(self, name: str, value: T, rule: str) -> T:
         """Record ``value`` for ``name`` with the rule that chose it; returns ``value``."""

@@ -83,15 +83,15 @@ def _check_limit(devices: int, what: str) -> None:
         )
 
 
-def _search_roots(repo_root: str | None) -> list[Path]:
+def _search_roots(repo_root: str | None) -> list[str]:
     if not repo_root:
         return []
-    root = Path(repo_root)
+    join = posixpath.join
     return [
-        root / "tests" / "integration" / "defs",
-        root / "tests" / "unittest",
-        root / "tests",
-        root,
+        join(repo_root, "tests", "integration", "defs"),
+        join(repo_root, "tests", "unittest"),
+        join(repo_root, "tests"),
+        repo_root,
     ]
 
 
