@@ -128,6 +128,7 @@ def flag_value(
     A flag with nothing after it raises CommandArgError.
     """
     found: FlagValue | None = None
+    joined_forms = _joined_forms(names)
     i = 0
     while i < len(words):
         word = words[i]
@@ -137,6 +138,9 @@ def flag_value(
             continue
         if text == "--" and word.literal:
             break
+        if not (text in names or text.startswith(joined_forms)):
+            i += 1
+            continue
         if text in names:
             if i + 1 >= len(words):
                 raise CommandArgError(f"{context}: {text} is missing its value")
@@ -156,6 +160,17 @@ def flag_value(
                 break
         i += 1
     return found
+
+
+_JOINED: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+def _joined_forms(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The prefixes of a flag written with its value in one word: ``--tp=`` and ``-m``."""
+    forms = _JOINED.get(names)
+    if forms is None:
+        forms = _JOINED[names] = tuple(n if _is_short(n) else n + "=" for n in names)
+    return forms
 
 
 def _is_short(name: str) -> bool:

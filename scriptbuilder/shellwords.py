@@ -567,7 +567,7 @@ def tokenize(command: str) -> list[Token]:
     """
     hit = _recent.get(command)
     if hit is None:
-        hit = tuple(_Lexer(command).tokens())
+        hit = tuple(_plain_tokens(command) or _Lexer(command).tokens())
         if len(_recent) >= 64:
             _recent.clear()
         _recent[command] = hit
@@ -575,6 +575,29 @@ def tokenize(command: str) -> list[Token]:
 
 
 _recent: dict[str, tuple[Token, ...]] = {}
+
+#: Characters that need the full lexer: quoting, expansions, comments,
+#: redirections, subshells and line breaks.
+_NEEDS_LEXER = re.compile(r"[\\'\"$`#<>()\n]")
+#: Without those, a command is blanks, control operators and plain words.
+_PLAIN_PIECE = re.compile(r"[ \t]*(?:(;;&|&&|\|\||;;|;&|\|&|[;&|])|([^ \t;&|]+))")
+
+
+def _plain_tokens(command: str) -> list[Token] | None:
+    """The tokens of a command made of plain words and control operators only
+    (the :class:`_Lexer` gives the same), or None when it has anything else."""
+    if _NEEDS_LEXER.search(command) is not None:
+        return None
+    may_expand = _MAYBE_EXPANDS.search(command) is not None
+    out: list[Token] = []
+    for piece in _PLAIN_PIECE.finditer(command):
+        if piece.lastindex == 2:
+            word = piece[2]
+            literal = not (may_expand and _expands(word))
+            out.append(Token(word, piece.start(2), piece.end(), "word", literal))
+        else:
+            out.append(Token(piece[1], piece.start(1), piece.end(), "op"))
+    return out
 
 
 def simple_commands(tokens: Sequence[Token]) -> list[list[Token]]:

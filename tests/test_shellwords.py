@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,6 +12,8 @@ import pytest
 from scriptbuilder.shellwords import (
     ShellSyntaxError,
     Token,
+    _Lexer,
+    _plain_tokens,
     replace_token,
     simple_commands,
     split_top_level,
@@ -320,3 +323,16 @@ def test_random_words_match_bash(tmp_path: Path) -> None:
         assert [t.value for t in tokens] == bash_words(command, tmp_path), repr(command)
         compared += 1
     assert compared > 50
+
+
+def test_plain_command_fast_path_agrees_with_the_lexer() -> None:
+    """Commands of plain words and control operators skip the full lexer; for
+    every such command both give the same tokens, and anything quoted, expanded
+    or redirected goes to the lexer."""
+    rng = random.Random(7)
+    alphabet = list("ab -;&|\t*?[]{}~=x:,.\u00e9\r")
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
+        assert _plain_tokens(text) == _Lexer(text).tokens(), text
+    for text in ["a 'b'", 'a "b"', "a $b", "a `b`", "a\\ b", "a # c", "a > f", "(a)", "a\nb"]:
+        assert _plain_tokens(text) is None
