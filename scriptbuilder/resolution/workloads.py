@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import posixpath
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
     from scriptbuilder.command_args import FlagValue
 
 MAX_DEVICES = 8
+#: Letters, digits (``str.isalnum``), ``_``, ``.`` and ``-``.
+_MODEL_NAME = re.compile(r"[\w.-]*")
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ def _model_name(ctx: Context, derived: str | None, rule: str) -> str:
             f"model_name is required for workflow_type {req.workflow_type} (it names the job "
             "and the script); pass model_name"
         )
-    if not all(c.isalnum() or c in "._-" for c in name):
+    if _MODEL_NAME.fullmatch(name) is None:
         raise BuildError(
             f"model_name {name!r} may hold only letters, digits, '.', '_' and '-' (it names "
             "files and the job); pass a simpler model_name"
