@@ -109,7 +109,7 @@ FULL = Config(
     cli_runs=30,
     render_jobs=10_000,
     build_jobs=10_000,
-    batches=3,
+    batches=5,
     lookup_shape=(10, 9, 10),  # 10 + 90 + 900 = 1,000 folders in the first three levels
     deep_sizes=(10_000, 50_000, 100_000),
     lookup_repeats=15,

@@ -1,18 +1,30 @@
-"""``scriptbuilder``: build a job from a request file, or print the JSON Schemas."""
+"""``scriptbuilder``: build a job from a request file, or print the JSON Schemas.
+
+The interface is declared with click (:func:`click_group`). A well-formed
+``build`` call (``build`` with ``--dry-run``, ``--explain`` and
+``--env-info FILE`` each at most once, then one request path) is read
+directly, as :mod:`scriptbuilder.compat` does for the drop-in, so a build does
+not pay for importing click; help, ``--version``, ``schema``, shell completion
+and every malformed call go through click.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
-
-import click
 
 from scriptbuilder import __version__
+from scriptbuilder.console import echo, fail, run_outside_click
 from scriptbuilder.errors import BuildError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, NoReturn
+
+    import click
 
 PROG = "scriptbuilder"
 #: Local paths that a request file may give relative to its own folder.
@@ -24,6 +36,8 @@ LOCAL_PATH_FIELDS = (
     "custom_script",
     "perf_config_yaml",
 )
+#: Set by a shell asking click for completions.
+_COMPLETE_VAR = "_SCRIPTBUILDER_COMPLETE"
 
 
 def read_request(source: str) -> dict[str, Any]:
@@ -60,26 +74,8 @@ def _read_yaml(source: str, text: str) -> Any:
         ) from None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name=PROG)
-def cli() -> None:
-    """Turn a TensorRT-LLM test request into a Slurm script (or docker command) and
-    job_spec.json."""
-
-
-@cli.command("build")
-@click.argument("request", metavar="REQUEST")
-@click.option("--dry-run", is_flag=True, help="Write nothing; print the script and job spec.")
-@click.option("--explain", is_flag=True, help="Print every resolved value and its rule.")
-@click.option(
-    "--env-info",
-    metavar="FILE",
-    default=None,
-    help="JSON internal-env-info source: arch, partitions.<name>.arch, default_models_repo_host.",
-)
-def build_command(request: str, dry_run: bool, explain: bool, env_info: str | None) -> None:
-    """Resolve REQUEST (JSON or YAML; '-' for stdin) and write the script and
-    job_spec.json into its work_dir."""
+def run_build(request: str, *, dry_run: bool, explain: bool, env_info: str | None) -> None:
+    """``scriptbuilder build``: resolve, then print (``dry_run``) or write the job."""
     from scriptbuilder.api import build
 
     info = None
@@ -88,53 +84,151 @@ def build_command(request: str, dry_run: bool, explain: bool, env_info: str | No
 
         info = FileEnvInfo.load(env_info)
     job = build(read_request(request), env_info=info)
+    out: list[str] = []
     if explain:
-        click.echo("Resolved values (value <- rule):")
-        for line in job.explanation:
-            click.echo("  " + line)
-        click.echo()
+        out.append("Resolved values (value <- rule):\n")
+        out += [f"  {line}\n" for line in job.explanation]
+        out.append("\n")
     if dry_run:
         if job.submit is not None:
-            click.echo(f"# --- {job.script_name} would be written by: {job.submit.display()}")
+            out.append(f"# --- {job.script_name} would be written by: {job.submit.display()}\n")
         else:
-            click.echo(f"# --- {job.script_name} (not written)")
-            click.echo(job.script_text, nl=False)
-        click.echo("# --- job_spec.json (not written)")
-        click.echo(job.job_spec_json, nl=False)
+            out += [f"# --- {job.script_name} (not written)\n", job.script_text]
+        out += ["# --- job_spec.json (not written)\n", job.job_spec_json]
+        echo("".join(out))
         return
+    if out:
+        echo("".join(out))
     job.write()
-    click.echo(job.report, nl=False)
+    echo(job.report)
 
 
-@cli.command("schema")
-@click.argument("which", type=click.Choice(["request", "slurm-env", "job-spec"]))
-def schema_command(which: str) -> None:
-    """Print the JSON Schema of a request, slurm_env.json or job_spec.json."""
-    from scriptbuilder.schemas import schema_text
+#: ``build`` flags read without click: option -> destination (None: takes a value).
+_BUILD_FLAGS = {"--dry-run": "dry_run", "--explain": "explain", "--env-info": None}
 
-    click.echo(schema_text(which), nl=False)
+
+def parse_build(args: Sequence[str]) -> dict[str, Any] | None:
+    """The keyword arguments of :func:`run_build` for a well-formed ``build`` call,
+    the values click would pass; None for anything click must handle."""
+    if len(args) < 2 or args[0] != "build" or _COMPLETE_VAR in os.environ:
+        return None
+    opts: dict[str, Any] = {"dry_run": False, "explain": False, "env_info": None}
+    seen: set[str] = set()
+    request: str | None = None
+    i = 1
+    while i < len(args):
+        token = args[i]
+        name, eq, value = token.partition("=")
+        if token == "-" or not token.startswith("-"):
+            if request is not None:
+                return None
+            request = token
+        elif name not in _BUILD_FLAGS or name in seen:
+            return None
+        elif _BUILD_FLAGS[name] is not None:
+            if eq:
+                return None
+            opts[_BUILD_FLAGS[name] or ""] = True
+        elif eq:
+            opts["env_info"] = value
+        elif i + 1 < len(args) and not args[i + 1].startswith("-"):
+            i += 1
+            opts["env_info"] = args[i]
+        else:
+            return None
+        seen.add(name)
+        i += 1
+    if request is None:
+        return None
+    opts["request"] = request
+    return opts
+
+
+# ------------------------------------------------------------------ click
+
+_CLI: list[click.Group] = []
+
+
+def click_group() -> click.Group:
+    """The click interface (made on first use)."""
+    if _CLI:
+        return _CLI[0]
+    import click
+
+    @click.group(
+        name=PROG,
+        context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    )
+    @click.version_option(__version__, prog_name=PROG)
+    def cli() -> None:
+        """Turn a TensorRT-LLM test request into a Slurm script (or docker command) and
+        job_spec.json."""
+
+    @cli.command("build")
+    @click.argument("request", metavar="REQUEST")
+    @click.option("--dry-run", is_flag=True, help="Write nothing; print the script and job spec.")
+    @click.option("--explain", is_flag=True, help="Print every resolved value and its rule.")
+    @click.option(
+        "--env-info",
+        metavar="FILE",
+        default=None,
+        help="JSON internal-env-info source: arch, partitions.<name>.arch, "
+        "default_models_repo_host.",
+    )
+    def build_command(request: str, dry_run: bool, explain: bool, env_info: str | None) -> None:
+        """Resolve REQUEST (JSON or YAML; '-' for stdin) and write the script and
+        job_spec.json into its work_dir."""
+        run_build(request, dry_run=dry_run, explain=explain, env_info=env_info)
+
+    @cli.command("schema")
+    @click.argument("which", type=click.Choice(["request", "slurm-env", "job-spec"]))
+    def schema_command(which: str) -> None:
+        """Print the JSON Schema of a request, slurm_env.json or job_spec.json."""
+        from scriptbuilder.schemas import schema_text
+
+        echo(schema_text(which))
+
+    _CLI.append(cli)
+    return cli
+
+
+def __getattr__(name: str) -> Any:
+    if name == "cli":
+        return click_group()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
-    click.echo(f"{PROG}: error: {message}", err=True)
-    sys.exit(code)
+    fail(PROG, message, code)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def _main_click(args: list[str]) -> None:
+    import click
+
     try:
-        rc = cli.main(
-            args=list(argv) if argv is not None else None, prog_name=PROG, standalone_mode=False
-        )
+        rc = click_group().main(args=args, prog_name=PROG, standalone_mode=False)
         if isinstance(rc, int) and rc:
             sys.exit(rc)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        _fail("aborted", 1)
     except click.ClickException as exc:
         _fail(exc.format_message().replace("\n", " "))
     except BuildError as exc:
         _fail(str(exc), exc.exit_code)
     except OSError as exc:
         _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), 1)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console entry point."""
+    args = list(argv) if argv is not None else sys.argv[1:]
+    opts = parse_build(args)
+    if opts is None:
+        _main_click(args)
+    else:
+        run_outside_click(PROG, lambda: run_build(**opts))
 
 
 if __name__ == "__main__":

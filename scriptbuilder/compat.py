@@ -13,8 +13,8 @@ flag present, counts written as plain positive integers) is read straight from
 the table, which gives the values click would give. Anything else (help,
 ``--version``, an unknown or repeated flag, a missing value, shell completion)
 goes through click, so usage errors and help read exactly as click writes
-them. Output goes through :func:`_echo`, which is ``click.echo`` without the
-import in the common case.
+them. Output goes through :func:`scriptbuilder.console.echo`, which is
+``click.echo`` without the import in the common case.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import os
 import sys
 
 from scriptbuilder import __version__
+from scriptbuilder.console import echo, fail, run_outside_click
 from scriptbuilder.errors import BuildError
 from scriptbuilder.job import Container, SlurmAllocation, TaskShape
 from scriptbuilder.job_builder import JobBuilder
@@ -183,9 +184,9 @@ def _emit(subcommand: str, workflow: Workflow, opts: Opts, shape: TaskShape) -> 
         from scriptbuilder.output import write_script
 
         write_script(opts["output"], text)
-        _echo(f"Wrote {opts['output']}\n", err=True)
+        echo(f"Wrote {opts['output']}\n", err=True)
     else:
-        _echo(text)
+        echo(text)
 
 
 def _require_log_dir(opts: Opts, subcommand: str) -> None:
@@ -374,75 +375,13 @@ def parse_simple(args: Sequence[str]) -> tuple[str, Opts] | None:
 # ----------------------------------------------------------------- output
 
 
-def _echo(text: str, *, err: bool = False) -> None:
-    """``click.echo(text, nl=False)``: written straight to a standard text stream
-    with a real encoding; click (which strips ANSI codes when not on a terminal
-    and repairs ASCII-configured streams) writes everything else."""
-    stream = sys.stderr if err else sys.stdout
-    if stream is None:
-        return
-    if "\x1b" in text or not _plain_stream(stream):
-        import click
-
-        click.echo(text, nl=False, err=err)
-        return
-    stream.write(text)
-    stream.flush()
-
-
-def _plain_stream(stream: object) -> bool:
-    import codecs
-    import io
-
-    if type(stream) is not io.TextIOWrapper:
-        return False
-    try:
-        return codecs.lookup(stream.encoding).name != "ascii"
-    except LookupError:
-        return False
-
-
 def _fail(message: str, code: int = 2) -> NoReturn:
-    _echo(f"{PROG}: error: {message}\n", err=True)
-    sys.exit(code)
-
-
-class _QuietFlush:
-    """Like click: after a broken pipe, flushing at exit must not raise again."""
-
-    def __init__(self, wrapped: Any) -> None:
-        self.wrapped = wrapped
-
-    def flush(self) -> None:
-        import errno
-
-        try:
-            self.wrapped.flush()
-        except OSError as exc:
-            if exc.errno != errno.EPIPE:
-                raise
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.wrapped, name)
+    fail(PROG, message, code)
 
 
 def _run_simple(subcommand: str, opts: Opts, clock: Clock) -> None:
     """Run a call read by :func:`parse_simple`, with the outcomes click gives."""
-    import errno
-
-    try:
-        COMMANDS[subcommand].handler(opts, clock)
-    except (EOFError, KeyboardInterrupt):
-        _echo("\n", err=True)
-        _fail("aborted", 1)
-    except BuildError as exc:
-        _fail(str(exc))
-    except OSError as exc:
-        if exc.errno == errno.EPIPE:
-            sys.stdout = _QuietFlush(sys.stdout)
-            sys.stderr = _QuietFlush(sys.stderr)
-            sys.exit(1)
-        _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), 1)
+    run_outside_click(PROG, lambda: COMMANDS[subcommand].handler(opts, clock))
 
 
 # ------------------------------------------------------------------ click

@@ -95,14 +95,23 @@ def _encode_dict(value: dict[str, Any], newline: str) -> str:
         return "{}"
     inner = newline + "  "
     top = newline == "\n"
+    keys = _KEYS
     items = []
     for key, item in value.items():
+        head = keys.get(key)
+        if head is None:
+            head = _string(key) + ": "
+            if len(keys) < 256:
+                keys[key] = head
         kind = type(item)
         if kind is str:
-            text = _string(item)
+            items.append(head + _string(item))
         elif kind is dict and top and key == "slurm_env":
-            text = _embedded(item)
+            items.append(head + _embedded(item))
         else:
-            text = _encode(item, inner)
-        items.append(_string(key) + ": " + text)
+            items.append(head + _encode(item, inner))
     return "{" + inner + ("," + inner).join(items) + newline + "}"
+
+
+#: ``"key": `` per key seen (the document's keys are a fixed, small set).
+_KEYS: dict[str, str] = {}
