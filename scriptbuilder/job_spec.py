@@ -14,30 +14,29 @@ from typing import Any
 def job_spec_document(**fields: Any) -> dict[str, Any]:
     """The job spec with the schema's field order and defaults; fields whose value
     is None are left out (scenario-specific ones appear only for their scenario)."""
+    order, names = _fields()
+    if not names.issuperset(fields):
+        raise TypeError(f"not job_spec fields: {sorted(set(fields) - names)}")
     doc: dict[str, Any] = {}
-    order = _field_order()
     for name, default in order:
         value = fields.get(name, default)
         if value is not None:
             doc[name] = value
-    if len(fields) > len(doc):
-        unknown = set(fields).difference(name for name, _ in order)
-        if unknown:
-            raise TypeError(f"not job_spec fields: {sorted(unknown)}")
     return doc
 
 
-_order: list[tuple[str, Any]] = []
+_FIELDS: list[tuple[list[tuple[str, Any]], frozenset[str]]] = []
 
 
-def _field_order() -> list[tuple[str, Any]]:
-    """``(field, default)`` in the job-spec schema's order, read once."""
-    if not _order:
+def _fields() -> tuple[list[tuple[str, Any]], frozenset[str]]:
+    """``(field, default)`` in the job-spec schema's order, and the field names; read once."""
+    if not _FIELDS:
         from scriptbuilder.schemas import schema
 
         properties = schema("job-spec")["properties"]
-        _order.extend((name, sub.get("default")) for name, sub in properties.items())
-    return _order
+        order = [(name, sub.get("default")) for name, sub in properties.items()]
+        _FIELDS.append((order, frozenset(properties)))
+    return _FIELDS[0]
 
 
 def job_spec_json(doc: dict[str, Any]) -> str:
@@ -106,6 +105,10 @@ def _encode_dict(value: dict[str, Any], newline: str) -> str:
         kind = type(item)
         if kind is str:
             items.append(head + _string(item))
+        elif kind is int:
+            items.append(head + int.__repr__(item))
+        elif item is None:
+            items.append(head + "null")
         elif kind is dict and top and key == "slurm_env":
             items.append(head + _embedded(item))
         else:

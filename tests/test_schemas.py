@@ -141,3 +141,10 @@ def test_job_spec_json_is_exactly_json_dumps(doc: dict[str, Any]) -> None:
     from scriptbuilder.job_spec import job_spec_json
 
     assert job_spec_json(doc) == json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def test_job_spec_document_refuses_unknown_fields() -> None:
+    from scriptbuilder.job_spec import job_spec_document
+
+    with pytest.raises(TypeError, match=r"not job_spec fields: \['bogus'\]"):
+        job_spec_document(workflow_type="custom", bogus=1)
