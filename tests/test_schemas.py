@@ -148,3 +148,33 @@ def test_job_spec_document_refuses_unknown_fields() -> None:
 
     with pytest.raises(TypeError, match=r"not job_spec fields: \['bogus'\]"):
         job_spec_document(workflow_type="custom", bogus=1)
+
+
+@pytest.mark.parametrize(
+    "request_data",
+    [
+        *REQUESTS,
+        *(bad for bad, _, _, _ in BAD_REQUESTS),
+        {"workflow_type": "pytest", "work_dir": "/w", "model_name": None, "partition": "ü"},
+        {"workflow_type": "bench", "work_dir": "/w", "persistent_mode": None, "env_check": {}},
+        {"workflow_type": "bench", "work_dir": "/w", "model_name": ["x"]},
+        {"workflow_type": "bench", "work_dir": "/w", "execution_scenario": "moon"},
+    ],
+)
+def test_compiled_object_check_equals_the_full_check(request_data: dict[str, Any]) -> None:
+    """Objects are checked through a per-schema table of accepted types; it must
+    give exactly what the full rule-by-rule check gives, value or error."""
+    from scriptbuilder.schema_check import _check_object, _check_object_slowly
+
+    request_schema = schema("request")
+
+    def outcome(check: Any) -> Any:
+        try:
+            return check(request_data, request_schema, request_schema, "")
+        except SchemaError as exc:
+            return (exc.path, exc.problem, exc.kind)
+
+    fast = outcome(_check_object)
+    assert fast == outcome(_check_object_slowly)
+    if isinstance(fast, dict):
+        assert list(fast) == list(outcome(_check_object_slowly))
