@@ -195,16 +195,13 @@ def render_option(option: SrunOption) -> str:
 
 
 def render_directive(directive: Directive) -> str:
-    memo: str | None = directive._memo
-    if memo is None:
-        memo = "#SBATCH --" + directive.option
-        value = directive.value
-        if value is not None:
-            if not (value and _SAFE_DIRECTIVE.issuperset(value)):
-                value = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-            memo += "=" + value
-        directive._memo = memo
-    return memo
+    head = f"#SBATCH --{directive.option}"
+    if directive.value is None:
+        return head
+    value = directive.value
+    if not (value and _SAFE_DIRECTIVE.issuperset(value)):
+        value = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return f"{head}={value}"
 
 
 def _clear_env_lines(node: ClearEnv) -> list[str]:

@@ -68,15 +68,15 @@ def _escape_pattern(text: str) -> str:
 def directives(alloc: SlurmAllocation) -> tuple[Directive, ...]:
     lines = [
         Directive("job-name", alloc.job_name),
-        _directive("partition", alloc.partition),
-        _directive("account", alloc.account),
-        _directive("time", alloc.time_limit),
-        _directive("nodes", str(alloc.nodes)),
-        _directive("ntasks", str(alloc.ntasks)),
-        _directive("ntasks-per-node", str(alloc.ntasks_per_node)),
+        Directive("partition", alloc.partition),
+        Directive("account", alloc.account),
+        Directive("time", alloc.time_limit),
+        Directive("nodes", str(alloc.nodes)),
+        Directive("ntasks", str(alloc.ntasks)),
+        Directive("ntasks-per-node", str(alloc.ntasks_per_node)),
     ]
     if alloc.gres:
-        lines.append(_directive("gres", alloc.gres))
+        lines.append(Directive("gres", alloc.gres))
     lines += [
         Directive("output", log_path(alloc.log_dir, alloc.job_name, "out")),
         Directive("error", log_path(alloc.log_dir, alloc.job_name, "err")),
@@ -95,19 +95,6 @@ _SHAPE_OPTIONS: dict[tuple[str, str], SrunOption] = {}
 #: keeps the body alive, so its id cannot be reused while it is cached).
 _STEP_SCRIPTS: dict[tuple[bool, int], tuple[tuple[Statement, ...], Word]] = {}
 _CACHE_LIMIT = 1024
-
-
-#: ``(option, value) -> Directive`` for the ones that repeat across a sweep.
-_DIRECTIVES: dict[tuple[str, str], Directive] = {}
-
-
-def _directive(option: str, value: str) -> Directive:
-    node = _DIRECTIVES.get((option, value))
-    if node is None:
-        if len(_DIRECTIVES) >= _CACHE_LIMIT:
-            _DIRECTIVES.clear()
-        node = _DIRECTIVES[option, value] = Directive(option, value)
-    return node
 
 
 def _shape_option(name: str, value: str) -> SrunOption:
