@@ -16,13 +16,13 @@ import sys
 from pathlib import Path
 
 from scriptbuilder import __version__
-from scriptbuilder.console import echo, fail, run_outside_click
+from scriptbuilder.console import echo, run_click, run_outside_click
 from scriptbuilder.errors import BuildError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import Any, NoReturn
+    from typing import Any
 
     import click
 
@@ -103,8 +103,8 @@ def run_build(request: str, *, dry_run: bool, explain: bool, env_info: str | Non
     echo(job.report)
 
 
-#: ``build`` flags read without click: option -> destination (None: takes a value).
-_BUILD_FLAGS = {"--dry-run": "dry_run", "--explain": "explain", "--env-info": None}
+#: ``build`` switches read without click: option -> keyword of :func:`run_build`.
+_SWITCHES = {"--dry-run": "dry_run", "--explain": "explain"}
 
 
 def parse_build(args: Sequence[str]) -> dict[str, Any] | None:
@@ -112,23 +112,22 @@ def parse_build(args: Sequence[str]) -> dict[str, Any] | None:
     the values click would pass; None for anything click must handle."""
     if len(args) < 2 or args[0] != "build" or _COMPLETE_VAR in os.environ:
         return None
-    opts: dict[str, Any] = {"dry_run": False, "explain": False, "env_info": None}
+    opts: dict[str, Any] = {"request": None, "dry_run": False, "explain": False, "env_info": None}
     seen: set[str] = set()
-    request: str | None = None
     i = 1
     while i < len(args):
         token = args[i]
         name, eq, value = token.partition("=")
         if token == "-" or not token.startswith("-"):
-            if request is not None:
+            if opts["request"] is not None:
                 return None
-            request = token
-        elif name not in _BUILD_FLAGS or name in seen:
+            opts["request"] = token
+        elif name in seen:
             return None
-        elif _BUILD_FLAGS[name] is not None:
-            if eq:
-                return None
-            opts[_BUILD_FLAGS[name] or ""] = True
+        elif token in _SWITCHES:
+            opts[_SWITCHES[token]] = True
+        elif name != "--env-info":
+            return None
         elif eq:
             opts["env_info"] = value
         elif i + 1 < len(args) and not args[i + 1].startswith("-"):
@@ -138,10 +137,7 @@ def parse_build(args: Sequence[str]) -> dict[str, Any] | None:
             return None
         seen.add(name)
         i += 1
-    if request is None:
-        return None
-    opts["request"] = request
-    return opts
+    return None if opts["request"] is None else opts
 
 
 # ------------------------------------------------------------------ click
@@ -198,35 +194,12 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _fail(message: str, code: int = 2) -> NoReturn:
-    fail(PROG, message, code)
-
-
-def _main_click(args: list[str]) -> None:
-    import click
-
-    try:
-        rc = click_group().main(args=args, prog_name=PROG, standalone_mode=False)
-        if isinstance(rc, int) and rc:
-            sys.exit(rc)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        _fail("aborted", 1)
-    except click.ClickException as exc:
-        _fail(exc.format_message().replace("\n", " "))
-    except BuildError as exc:
-        _fail(str(exc), exc.exit_code)
-    except OSError as exc:
-        _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), 1)
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     """Console entry point."""
     args = list(argv) if argv is not None else sys.argv[1:]
     opts = parse_build(args)
     if opts is None:
-        _main_click(args)
+        run_click(PROG, click_group(), args)
     else:
         run_outside_click(PROG, lambda: run_build(**opts))
 

@@ -23,7 +23,7 @@ import os
 import sys
 
 from scriptbuilder import __version__
-from scriptbuilder.console import echo, fail, run_outside_click
+from scriptbuilder.console import echo, run_click, run_outside_click
 from scriptbuilder.errors import BuildError
 from scriptbuilder.job import Container, SlurmAllocation, TaskShape
 from scriptbuilder.job_builder import JobBuilder
@@ -33,7 +33,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from datetime import datetime
-    from typing import Any, NoReturn
+    from typing import Any
 
     import click
 
@@ -375,10 +375,6 @@ def parse_simple(args: Sequence[str]) -> tuple[str, Opts] | None:
 # ----------------------------------------------------------------- output
 
 
-def _fail(message: str, code: int = 2) -> NoReturn:
-    fail(PROG, message, code)
-
-
 def _run_simple(subcommand: str, opts: Opts, clock: Clock) -> None:
     """Run a call read by :func:`parse_simple`, with the outcomes click gives."""
     run_outside_click(PROG, lambda: COMMANDS[subcommand].handler(opts, clock))
@@ -444,34 +440,12 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _main_click(args: list[str], clock: Clock | None) -> None:
-    import click
-
-    try:
-        rc = click_group().main(args=args, obj=clock, prog_name=PROG, standalone_mode=False)
-        if isinstance(rc, int) and rc:
-            sys.exit(rc)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        _fail("aborted", 1)
-    except click.UsageError as exc:
-        hint = f" (see '{PROG} {exc.ctx.info_name} --help')" if exc.ctx and exc.ctx.parent else ""
-        _fail(exc.format_message().replace("\n", " ") + hint)
-    except click.ClickException as exc:
-        _fail(exc.format_message().replace("\n", " "))
-    except BuildError as exc:
-        _fail(str(exc))
-    except OSError as exc:
-        _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), 1)
-
-
 def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> None:
     """Console entry point. ``clock`` replaces the wall clock (tests)."""
     args = list(argv) if argv is not None else sys.argv[1:]
     simple = parse_simple(args)
     if simple is None:
-        _main_click(args, clock)
+        run_click(PROG, click_group(), args, clock, usage_hint=True)
     else:
         _run_simple(*simple, clock or default_clock)
 

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, NoReturn
 
+    import click
+
 
 def echo(text: str, *, err: bool = False) -> None:
     stream = sys.stderr if err else sys.stdout
@@ -86,4 +88,34 @@ def run_outside_click(prog: str, action: Callable[[], None]) -> None:
             sys.stdout = _QuietFlush(sys.stdout)
             sys.stderr = _QuietFlush(sys.stderr)
             sys.exit(1)
+        fail(prog, f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), 1)
+
+
+def run_click(
+    prog: str, group: click.Group, args: list[str], obj: object = None, *, usage_hint: bool = False
+) -> None:
+    """Run ``args`` through click, every failure a one-line error (with
+    ``usage_hint``, a usage error names the subcommand's ``--help``)."""
+    import click
+
+    from scriptbuilder.errors import BuildError
+
+    try:
+        rc = group.main(args=args, obj=obj, prog_name=prog, standalone_mode=False)
+        if isinstance(rc, int) and rc:
+            sys.exit(rc)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        fail(prog, "aborted", 1)
+    except click.UsageError as exc:
+        ctx = exc.ctx
+        in_command = usage_hint and ctx is not None and ctx.parent is not None
+        hint = f" (see '{prog} {ctx.info_name} --help')" if in_command and ctx else ""
+        fail(prog, exc.format_message().replace("\n", " ") + hint)
+    except click.ClickException as exc:
+        fail(prog, exc.format_message().replace("\n", " "))
+    except BuildError as exc:
+        fail(prog, str(exc), exc.exit_code)
+    except OSError as exc:
         fail(prog, f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), 1)

@@ -81,10 +81,7 @@ def _encode(value: Any, newline: str) -> str:
         if not value:
             return "[]"
         inner = newline + "  "
-        if all(type(v) is str for v in value):
-            items = [_string(v) for v in value]
-        else:
-            items = [_encode(v, inner) for v in value]
+        items = [_encode(v, inner) for v in value]
         return "[" + inner + ("," + inner).join(items) + newline + "]"
     return json.dumps(value, ensure_ascii=False)
 
@@ -94,14 +91,9 @@ def _encode_dict(value: dict[str, Any], newline: str) -> str:
         return "{}"
     inner = newline + "  "
     top = newline == "\n"
-    keys = _KEYS
     items = []
     for key, item in value.items():
-        head = keys.get(key)
-        if head is None:
-            head = _string(key) + ": "
-            if len(keys) < 256:
-                keys[key] = head
+        head = _string(key) + ": "
         kind = type(item)
         if kind is str:
             items.append(head + _string(item))
@@ -114,7 +106,3 @@ def _encode_dict(value: dict[str, Any], newline: str) -> str:
         else:
             items.append(head + _encode(item, inner))
     return "{" + inner + ("," + inner).join(items) + newline + "}"
-
-
-#: ``"key": `` per key seen (the document's keys are a fixed, small set).
-_KEYS: dict[str, str] = {}

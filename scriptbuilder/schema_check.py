@@ -157,9 +157,10 @@ class _ObjectPlan:
     required field or an unknown one takes :func:`_check_object_slowly`, which
     gives the same result or the error. ``copies`` are the properties whose
     default is a list or dict (copied per object); ``objects`` those without a
-    default whose object schema fills in its own defaults."""
+    default whose object schema fills in its own defaults. ``complete`` is false
+    when an absent property would be left out, which only the full path does."""
 
-    __slots__ = ("copies", "defaults", "fast", "names", "objects", "required")
+    __slots__ = ("complete", "copies", "defaults", "fast", "names", "objects", "required")
 
     def __init__(self, schema: dict[str, Any], root: dict[str, Any]) -> None:
         properties: dict[str, Any] = schema["properties"]
@@ -169,6 +170,7 @@ class _ObjectPlan:
         self.copies: list[tuple[str, Any]] = []
         self.objects: list[tuple[str, dict[str, Any]]] = []
         self.fast: dict[str, tuple[frozenset[type], frozenset[Any] | None]] = {}
+        self.complete = True
         for name, sub in properties.items():
             self.defaults[name] = sub.get("default")
             self.fast[name] = _fast_test(sub)
@@ -177,13 +179,10 @@ class _ObjectPlan:
                     self.copies.append((name, sub["default"]))
             elif name not in self.required:
                 resolved = _resolve(sub, root)
-                if resolved.get("type") != "object" and "properties" not in resolved:
-                    raise _NoPlan  # absent means left out: only the full path does that
-                self.objects.append((name, resolved))
-
-
-class _NoPlan(Exception):
-    pass
+                if resolved.get("type") == "object" or "properties" in resolved:
+                    self.objects.append((name, resolved))
+                else:
+                    self.complete = False
 
 
 def _fast_test(schema: dict[str, Any]) -> tuple[frozenset[type], frozenset[Any] | None]:
@@ -211,9 +210,8 @@ def _plan(schema: dict[str, Any], root: dict[str, Any]) -> _ObjectPlan | None:
         return hit[1]
     plan = None
     if schema.get("additionalProperties") is False and "properties" in schema:
-        try:
-            plan = _ObjectPlan(schema, root)
-        except _NoPlan:
+        plan = _ObjectPlan(schema, root)
+        if not plan.complete:
             plan = None
     if len(_PLANS) >= 64:
         _PLANS.clear()

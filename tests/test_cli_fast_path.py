@@ -15,6 +15,7 @@ import click
 import pytest
 
 from scriptbuilder import cli
+from scriptbuilder.console import run_click
 from tests.build_env import BuildEnv
 
 
@@ -83,7 +84,7 @@ def _through_click(args: list[str]) -> tuple[int, str, str]:
     code = 0
     with redirect_stdout(out), redirect_stderr(err):
         try:
-            cli._main_click(args)
+            run_click(cli.PROG, cli.click_group(), args)
         except SystemExit as exc:
             code = int(exc.code or 0)
     return code, out.getvalue(), err.getvalue()
