@@ -10,7 +10,7 @@ when a benchmarked command fails.
 Sections
 --------
 * start-up: each drop-in CLI subcommand, through ``python -m
-  scriptbuilder.compat`` and through the installed ``build_slurm_script``
+  scriptbuilder.cli.dropin`` and through the installed ``build_slurm_script``
   console script, and ``scriptbuilder build`` on a JSON pytest request, all
   against the floor ``python -c pass`` of the same interpreter.  Commands run
   interleaved (one of each per round, the order rotating every round); the
@@ -315,10 +315,10 @@ def bench_startup(cfg: Config, sandbox: Sandbox) -> list[Row]:
     drop_in = console_script("build_slurm_script")
     for sub in ("pytest", "custom", "bench", "eval"):
         args = _compat_args(sub, sandbox.root / "logs")
-        commands[f"python -m scriptbuilder.compat {sub}"] = [
+        commands[f"python -m scriptbuilder.cli.dropin {sub}"] = [
             py,
             "-m",
-            "scriptbuilder.compat",
+            "scriptbuilder.cli.dropin",
             *args,
         ]
         if drop_in:
@@ -360,7 +360,7 @@ def bench_startup(cfg: Config, sandbox: Sandbox) -> list[Row]:
 
 def _render_inputs(count: int) -> list[tuple[Any, ...]]:
     """Per job: scenario, workflow and shape, as the drop-in CLI would make them."""
-    from scriptbuilder.job import Container, SlurmAllocation, TaskShape
+    from scriptbuilder.job.plan import Container, SlurmAllocation, TaskShape
     from scriptbuilder.scenarios.slurm import LocalSlurm
     from scriptbuilder.workflows.bench import BenchWorkflow
     from scriptbuilder.workflows.custom import CustomWorkflow
@@ -413,7 +413,7 @@ def _render_inputs(count: int) -> list[tuple[Any, ...]]:
 
 def bench_throughput(cfg: Config, sandbox: Sandbox) -> list[Row]:
     import scriptbuilder
-    from scriptbuilder.job_builder import JobBuilder
+    from scriptbuilder.job.builder import JobBuilder
 
     rows = []
     jobs = _render_inputs(cfg.render_jobs)
@@ -505,7 +505,7 @@ def _grow(leaves: Sequence[Path], start: int, stop: int) -> None:
 
 
 def bench_model_lookup(cfg: Config) -> list[Row]:
-    from scriptbuilder.model_lookup import find_model_dir
+    from scriptbuilder.inputs.model_lookup import find_model_dir
 
     rows = []
     with _scratch("scriptbuilder-bench-models-", fast=True) as root:
@@ -592,7 +592,7 @@ def write_test_file(path: Path, lines: int) -> str:
 
 def _cold(inspect: Any, cmd: str) -> Any:
     """``inspect(cmd, [])`` with test_inspect's caches emptied first."""
-    from scriptbuilder import test_inspect
+    from scriptbuilder.inputs import test_inspect
 
     test_inspect._FILES.__init__()  # type: ignore[misc]
     test_inspect._recent_ids.clear()
@@ -600,7 +600,7 @@ def _cold(inspect: Any, cmd: str) -> Any:
 
 
 def bench_inspection(cfg: Config) -> list[Row]:
-    from scriptbuilder.test_inspect import required_devices
+    from scriptbuilder.inputs.test_inspect import required_devices
 
     rows = []
     with _scratch("scriptbuilder-bench-tests-") as root:

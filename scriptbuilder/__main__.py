@@ -1,3 +1,3 @@
-from scriptbuilder.cli import main
+from scriptbuilder.cli.build import main
 
 main()

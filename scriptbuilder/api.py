@@ -2,7 +2,7 @@
 
 Resolution follows the procedure in order: the Slurm environment, Step 1
 (image), Step 2 (mounts), Step 3 (parallelism and Slurm parameters); then
-:mod:`scriptbuilder.assembly` renders the script tree, ``job_spec.json``
+:mod:`scriptbuilder.job.assembly` renders the script tree, ``job_spec.json``
 (Step 5) and the report (Step 6).
 """
 
@@ -15,9 +15,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from scriptbuilder.assembly import docker_job, perf_job, slurm_job
-from scriptbuilder.built_job import BuiltJob, OutputFile, SubmitRun
 from scriptbuilder.errors import BuildError
+from scriptbuilder.inputs.slurm_env import load_slurm_env
+from scriptbuilder.job.assembly import docker_job, perf_job, slurm_job
+from scriptbuilder.outputs.built_job import BuiltJob, OutputFile, SubmitRun
 from scriptbuilder.resolution.context import Context, EnvInfo
 from scriptbuilder.resolution.image import resolve_image
 from scriptbuilder.resolution.mounts import Mounts, covered, resolve_mounts
@@ -33,7 +34,6 @@ from scriptbuilder.resolution.workloads import (
     resolve_pytest,
 )
 from scriptbuilder.scenarios.slurm import check_log_name_part
-from scriptbuilder.slurm_env import load_slurm_env
 from scriptbuilder.workflows.custom import RUN_SCRIPT_NAME
 
 if TYPE_CHECKING:

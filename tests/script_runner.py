@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from scriptbuilder.compat import main as compat_main
+from scriptbuilder.cli.dropin import main as compat_main
 
 FAKE_BIN = Path(__file__).resolve().parent / "fake_bin"
 FIXED_CLOCK = datetime(2026, 1, 2, 3, 4, 5)

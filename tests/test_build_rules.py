@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from scriptbuilder.api import BuiltJob
-from scriptbuilder.render import quote_literal
+from scriptbuilder.script.render import quote_literal
 from tests.build_env import SLURM_ENV, BuildEnv
 
 PROPS = "jenkins/current_image_tags.properties"

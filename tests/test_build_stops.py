@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from scriptbuilder.cli import main
+from scriptbuilder.cli.build import main
 from tests.build_env import BuildEnv
 
 

@@ -116,7 +116,7 @@ def test_console_scripts_and_module_entry_points(tmp_path: Path) -> None:
         "pytest -x",
     ]
     outputs = []
-    commands = [[sys.executable, "-m", "scriptbuilder.compat", *args]]
+    commands = [[sys.executable, "-m", "scriptbuilder.cli.dropin", *args]]
     console = shutil.which("build_slurm_script")
     if console:
         commands.append([console, *args])

@@ -14,8 +14,8 @@ from pathlib import Path
 import click
 import pytest
 
-from scriptbuilder import cli
-from scriptbuilder.console import run_click
+from scriptbuilder.cli import build as cli
+from scriptbuilder.cli.console import run_click
 from tests.build_env import BuildEnv
 
 
@@ -91,7 +91,7 @@ def _through_click(args: list[str]) -> tuple[int, str, str]:
 
 
 def _as_process(args: list[str]) -> tuple[int, str, str]:
-    code = "import sys; from scriptbuilder.cli import main; main(sys.argv[1:])"
+    code = "import sys; from scriptbuilder.cli.build import main; main(sys.argv[1:])"
     proc = subprocess.run(
         [sys.executable, "-c", code, *args], capture_output=True, text=True, check=False
     )
@@ -126,7 +126,7 @@ def test_build_does_not_import_click(build_env: BuildEnv, tmp_path: Path) -> Non
     request = tmp_path / "request.json"
     request.write_text(json.dumps(build_env.request()))
     code = (
-        "import sys; from scriptbuilder.cli import main; main(sys.argv[1:]); "
+        "import sys; from scriptbuilder.cli.build import main; main(sys.argv[1:]); "
         "print('click' in sys.modules, file=sys.stderr)"
     )
     proc = subprocess.run(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scriptbuilder.command_args import (
+from scriptbuilder.inputs.command_args import (
     BenchArgs,
     CommandArgError,
     EvalArgs,
@@ -16,7 +16,7 @@ from scriptbuilder.command_args import (
     parse_eval_cmd,
     replace_flag_value,
 )
-from scriptbuilder.shellwords import Token, tokenize
+from scriptbuilder.inputs.shellwords import Token, tokenize
 
 
 def _words(command: str) -> list[Token]:

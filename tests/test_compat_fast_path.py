@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 import pytest
 
-from scriptbuilder import compat
+from scriptbuilder.cli import dropin as compat
 from tests.script_runner import run_compat
 
 REQUIRED = {
@@ -113,7 +113,7 @@ def test_process_output_matches_click(tmp_path: Path, workload: list[str]) -> No
     prints (tests call main in-process, where output always goes through click)."""
     args = ["pytest", *COMMON, "--log-dir", str(tmp_path), *workload]
     proc = subprocess.run(
-        [sys.executable, "-m", "scriptbuilder.compat", *args],
+        [sys.executable, "-m", "scriptbuilder.cli.dropin", *args],
         capture_output=True,
         env={**os.environ, "PYTHONUTF8": "1"},
         check=False,
@@ -126,7 +126,7 @@ def test_process_errors_match_click(tmp_path: Path) -> None:
     args = ["pytest", *COMMON, "--log-dir", str(tmp_path), "--test-cmd", "x", "--nodes", "3"]
     args = [a if a != "llama" else "a\\b" for a in args]
     proc = subprocess.run(
-        [sys.executable, "-m", "scriptbuilder.compat", *args],
+        [sys.executable, "-m", "scriptbuilder.cli.dropin", *args],
         capture_output=True,
         text=True,
         check=False,

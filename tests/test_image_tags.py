@@ -1,4 +1,4 @@
-"""scriptbuilder.image_tags: the properties file, its parsing and the arch -> image choice."""
+"""scriptbuilder.inputs.image_tags: the properties file and the arch -> image choice."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from scriptbuilder.image_tags import (
+from scriptbuilder.inputs.image_tags import (
     ARCH_KEYS,
     find_properties_file,
     image_for_arch,

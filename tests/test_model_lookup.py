@@ -1,4 +1,4 @@
-"""scriptbuilder.model_lookup: bounded breadth-first search for a model folder."""
+"""scriptbuilder.inputs.model_lookup: bounded breadth-first search for a model folder."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from scriptbuilder import model_lookup
-from scriptbuilder.model_lookup import find_model_dir
+from scriptbuilder.inputs import model_lookup
+from scriptbuilder.inputs.model_lookup import find_model_dir
 
 TREE = [
     "llama-3.1-model/Llama-3.1-8B-Instruct/",

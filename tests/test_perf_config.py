@@ -1,4 +1,4 @@
-"""scriptbuilder.perf_config on the two real TensorRT-LLM perf-sanity configs and edge cases."""
+"""scriptbuilder.inputs.perf_config on the two real perf-sanity configs and edge cases."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scriptbuilder.perf_config import (
+from scriptbuilder.inputs.perf_config import (
     PerfConfigError,
     PerfTestId,
     Topology,

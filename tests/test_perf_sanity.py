@@ -19,7 +19,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from scriptbuilder.errors import BuildError
-from scriptbuilder.job import TaskShape
+from scriptbuilder.job.plan import TaskShape
 from scriptbuilder.workflows.perf_sanity import (
     LAUNCH_LOG_PATTERN,
     LAUNCH_SCRIPT_NAME,

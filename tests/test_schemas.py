@@ -119,7 +119,7 @@ def test_job_spec_documents_are_valid_job_specs(
 def test_build_does_not_import_pydantic(build_env: BuildEnv) -> None:
     request = json.dumps(build_env.request("eval"))
     code = (
-        "import json, sys; from scriptbuilder.cli import main; import scriptbuilder.api as a; "
+        "import json, sys; import scriptbuilder.api as a; "
         f"job = a.build(json.loads({request!r}), environ={{'HOME': '/h'}}); "
         "job.write(); print('pydantic' in sys.modules)"
     )
@@ -138,13 +138,13 @@ def test_build_does_not_import_pydantic(build_env: BuildEnv) -> None:
     ],
 )
 def test_job_spec_json_is_exactly_json_dumps(doc: dict[str, Any]) -> None:
-    from scriptbuilder.job_spec import job_spec_json
+    from scriptbuilder.outputs.job_spec import job_spec_json
 
     assert job_spec_json(doc) == json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
 def test_job_spec_document_refuses_unknown_fields() -> None:
-    from scriptbuilder.job_spec import job_spec_document
+    from scriptbuilder.outputs.job_spec import job_spec_document
 
     with pytest.raises(TypeError, match=r"not job_spec fields: \['bogus'\]"):
         job_spec_document(workflow_type="custom", bogus=1)

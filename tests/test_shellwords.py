@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from scriptbuilder.shellwords import (
+from scriptbuilder.inputs.shellwords import (
     ShellSyntaxError,
     Token,
     _Lexer,

@@ -1,4 +1,4 @@
-"""scriptbuilder.test_inspect: GPU requirements read from TensorRT-LLM-like test files."""
+"""scriptbuilder.inputs.test_inspect: GPU requirements read from TensorRT-LLM-like test files."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from scriptbuilder import test_inspect
-from scriptbuilder.test_inspect import (
+from scriptbuilder.inputs import test_inspect
+from scriptbuilder.inputs.test_inspect import (
     DeviceRequirement,
     TestId,
     is_perf_sanity,

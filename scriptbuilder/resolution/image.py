@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from scriptbuilder.errors import BuildError
-from scriptbuilder.file_cache import load
-from scriptbuilder.image_tags import (
+from scriptbuilder.inputs.file_cache import load
+from scriptbuilder.inputs.image_tags import (
     ARCH_KEYS,
     find_properties_file,
     image_for_arch,
     normalize_arch,
     read_properties,
 )
+from scriptbuilder.inputs.slurm_env import client_tools_missing, find_partition
 from scriptbuilder.resolution.context import Context
-from scriptbuilder.slurm_env import client_tools_missing, find_partition
 
 
 def resolve_arch(ctx: Context) -> str:

@@ -39,7 +39,7 @@ class PerfPlan:
 
 def wants_perf_path(ctx: Context) -> bool:
     """perf_sanity/benchmark, or a pytest request that is a perf-sanity run."""
-    from scriptbuilder.test_inspect import is_perf_sanity
+    from scriptbuilder.inputs.test_inspect import is_perf_sanity
 
     req = ctx.request
     if req.workflow_type in ("perf_sanity", "benchmark"):
@@ -50,7 +50,7 @@ def wants_perf_path(ctx: Context) -> bool:
 
 
 def _perf_test_id(test_cmd: str) -> str | None:
-    from scriptbuilder.test_inspect import parse_test_ids
+    from scriptbuilder.inputs.test_inspect import parse_test_ids
 
     for test_id in parse_test_ids(test_cmd):
         if "test_perf_sanity" in test_id.path:
@@ -117,7 +117,7 @@ def resolve_perf(
     derived: tuple[Path, str] | None = None
     config_arg = None if test_list else str(checked.config_path)
     if eval_fallback:
-        from scriptbuilder.perf_config import derive_accuracy_config
+        from scriptbuilder.inputs.perf_config import derive_accuracy_config
 
         derived_path = work_dir / f"{model}_accuracy.yaml"
         derived = (derived_path, derive_accuracy_config(checked.config_path))

@@ -6,8 +6,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scriptbuilder.errors import BuildError
+from scriptbuilder.inputs.slurm_env import (
+    client_tools_missing,
+    find_partition,
+    gres_gpus,
+    uses_gpu_gres,
+)
 from scriptbuilder.resolution.context import Context
-from scriptbuilder.slurm_env import client_tools_missing, find_partition, gres_gpus, uses_gpu_gres
 
 if TYPE_CHECKING:
     from scriptbuilder.models import Partition

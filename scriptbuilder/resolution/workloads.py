@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scriptbuilder.errors import BuildError
-from scriptbuilder.job import TaskShape
-from scriptbuilder.render import quote_literal
+from scriptbuilder.job.plan import TaskShape
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mounts import Mounts
+from scriptbuilder.script.render import quote_literal
 from scriptbuilder.workflows.base import Workflow
 
 if TYPE_CHECKING:
-    from scriptbuilder.command_args import FlagValue
+    from scriptbuilder.inputs.command_args import FlagValue
 
 MAX_DEVICES = 8
 #: Letters, digits (``str.isalnum``), ``_``, ``.`` and ``-``.
@@ -99,7 +99,7 @@ def _search_roots(repo_root: str | None) -> list[str]:
 
 
 def resolve_pytest(ctx: Context, cap: Capacity) -> Workload:
-    from scriptbuilder.test_inspect import required_devices
+    from scriptbuilder.inputs.test_inspect import required_devices
     from scriptbuilder.workflows.pytest_workflow import PytestWorkflow
 
     req, trace = ctx.request, ctx.trace
@@ -153,8 +153,8 @@ def _gpus_per_node(ctx: Context, cap: Capacity, override: int | None, flag: str)
 
 def _rewrite_model(ctx: Context, cmd: str, model: FlagValue, mounts: Mounts) -> str:
     """Point a Hugging Face id at its folder under the models mount, when found."""
-    from scriptbuilder.command_args import replace_flag_value
-    from scriptbuilder.model_lookup import find_model_dir
+    from scriptbuilder.inputs.command_args import replace_flag_value
+    from scriptbuilder.inputs.model_lookup import find_model_dir
 
     value = model.value
     name = value.rstrip("/").rsplit("/", 1)[-1]
@@ -174,7 +174,7 @@ def _rewrite_model(ctx: Context, cmd: str, model: FlagValue, mounts: Mounts) -> 
 
 
 def resolve_eval(ctx: Context, cap: Capacity, mounts: Mounts) -> Workload:
-    from scriptbuilder.command_args import (
+    from scriptbuilder.inputs.command_args import (
         CommandArgError,
         is_hf_model_id,
         model_name_from,
@@ -208,7 +208,7 @@ def resolve_eval(ctx: Context, cap: Capacity, mounts: Mounts) -> Workload:
 
 
 def resolve_bench(ctx: Context, cap: Capacity) -> Workload:
-    from scriptbuilder.command_args import CommandArgError, model_name_from, parse_bench_cmd
+    from scriptbuilder.inputs.command_args import CommandArgError, model_name_from, parse_bench_cmd
     from scriptbuilder.workflows.bench import BenchWorkflow
 
     req, trace = ctx.request, ctx.trace

@@ -8,8 +8,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import ClassVar
 
-    from scriptbuilder.job import WorkflowPlan
-    from scriptbuilder.script_tree import SbatchScript, ShellScript
+    from scriptbuilder.job.plan import WorkflowPlan
+    from scriptbuilder.script.tree import SbatchScript, ShellScript
 
 
 class Scenario(ABC):

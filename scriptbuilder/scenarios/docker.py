@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scriptbuilder.job import WorkflowPlan
+from scriptbuilder.job.plan import WorkflowPlan
 from scriptbuilder.scenarios.base import Scenario
-from scriptbuilder.script_tree import (
+from scriptbuilder.script.tree import (
     Command,
     Comment,
     DockerRun,

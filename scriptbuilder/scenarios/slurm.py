@@ -8,7 +8,7 @@ step's exit code.
 from __future__ import annotations
 
 from scriptbuilder.errors import BuildError
-from scriptbuilder.job import (
+from scriptbuilder.job.plan import (
     MPI_ENV_KEEP,
     MPI_ENV_PREFIXES,
     Container,
@@ -17,7 +17,7 @@ from scriptbuilder.job import (
     WorkflowPlan,
 )
 from scriptbuilder.scenarios.base import Scenario
-from scriptbuilder.script_tree import (
+from scriptbuilder.script.tree import (
     Assign,
     Blank,
     ClearEnv,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from scriptbuilder.job import Step, TaskShape, WorkflowPlan
-from scriptbuilder.script_tree import Command, If, Run, Statement, Var
+from scriptbuilder.job.plan import Step, TaskShape, WorkflowPlan
+from scriptbuilder.script.tree import Command, If, Run, Statement, Var
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 LLMAPI_LAUNCH = "trtllm-llmapi-launch"
 
 # Step bodies are immutable trees built once: every job shares them, so each is
-# rendered once per process (see scriptbuilder.render).
+# rendered once per process (see scriptbuilder.script.render).
 _RUN_USER_COMMAND: tuple[Statement, ...] = (Run(Command.of("eval", Var("1"))),)
 _RUN_UNDER_LAUNCHER: tuple[Statement, ...] = (
     Run(Command.of(LLMAPI_LAUNCH, "bash", "-c", Var("1"), "workload")),

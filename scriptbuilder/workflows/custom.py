@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from scriptbuilder.job import Step, TaskShape
-from scriptbuilder.script_tree import Command, Run, Statement, Var
+from scriptbuilder.job.plan import Step, TaskShape
+from scriptbuilder.script.tree import Command, Run, Statement, Var
 from scriptbuilder.workflows.base import Workflow, single_node_without_mpi
 
 TYPE_CHECKING = False

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from scriptbuilder.job import Step, TaskShape
-from scriptbuilder.script_tree import Statement
+from scriptbuilder.job.plan import Step, TaskShape
+from scriptbuilder.script.tree import Statement
 from scriptbuilder.workflows.base import (
     INSTALL_BODY,
     Workflow,

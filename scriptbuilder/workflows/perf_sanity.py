@@ -22,9 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from scriptbuilder.errors import BuildError
-from scriptbuilder.job import Step, TaskShape
-from scriptbuilder.output import write_atomic
-from scriptbuilder.perf_config import (
+from scriptbuilder.inputs.perf_config import (
     PerfConfig,
     PerfConfigError,
     PerfTestId,
@@ -32,6 +30,8 @@ from scriptbuilder.perf_config import (
     load_perf_config,
     parse_perf_test_id,
 )
+from scriptbuilder.job.plan import Step, TaskShape
+from scriptbuilder.outputs.atomic import write_atomic
 from scriptbuilder.workflows.base import Workflow
 
 #: Where submit.py lives in a TensorRT-LLM checkout.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scriptbuilder.job import Step, TaskShape
+from scriptbuilder.job.plan import Step, TaskShape
 from scriptbuilder.workflows.base import Workflow, run_user_command, single_node_without_mpi
 
 

@@ -13,7 +13,7 @@ flag present, counts written as plain positive integers) is read straight from
 the table, which gives the values click would give. Anything else (help,
 ``--version``, an unknown or repeated flag, a missing value, shell completion)
 goes through click, so usage errors and help read exactly as click writes
-them. Output goes through :func:`scriptbuilder.console.echo`, which is
+them. Output goes through :func:`scriptbuilder.cli.console.echo`, which is
 ``click.echo`` without the import in the common case.
 """
 
@@ -23,10 +23,10 @@ import os
 import sys
 
 from scriptbuilder import __version__
-from scriptbuilder.console import echo, run_click, run_outside_click
+from scriptbuilder.cli.console import echo, run_click, run_outside_click
 from scriptbuilder.errors import BuildError
-from scriptbuilder.job import Container, SlurmAllocation, TaskShape
-from scriptbuilder.job_builder import JobBuilder
+from scriptbuilder.job.builder import JobBuilder
+from scriptbuilder.job.plan import Container, SlurmAllocation, TaskShape
 from scriptbuilder.scenarios.slurm import LocalSlurm, check_log_name_part
 
 TYPE_CHECKING = False
@@ -181,7 +181,7 @@ def _emit(subcommand: str, workflow: Workflow, opts: Opts, shape: TaskShape) -> 
     local_dir = opts["local_log_dir"] or opts["log_dir"]
     os.makedirs(local_dir, exist_ok=True)
     if opts["output"]:
-        from scriptbuilder.output import write_script
+        from scriptbuilder.outputs.atomic import write_script
 
         write_script(opts["output"], text)
         echo(f"Wrote {opts['output']}\n", err=True)
@@ -243,7 +243,7 @@ def _custom(opts: Opts, clock: Clock) -> None:
 
 
 def _bench(opts: Opts, clock: Clock) -> None:
-    from scriptbuilder.shellwords import ShellSyntaxError, split_top_level
+    from scriptbuilder.inputs.shellwords import ShellSyntaxError, split_top_level
     from scriptbuilder.workflows.bench import BenchWorkflow
 
     try:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from scriptbuilder.render import render
+from scriptbuilder.script.render import render
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from scriptbuilder.job import TaskShape, WorkflowPlan
+    from scriptbuilder.job.plan import TaskShape, WorkflowPlan
     from scriptbuilder.scenarios.base import Scenario
-    from scriptbuilder.script_tree import SbatchScript, ShellScript
+    from scriptbuilder.script.tree import SbatchScript, ShellScript
     from scriptbuilder.workflows.base import Workflow
 
 

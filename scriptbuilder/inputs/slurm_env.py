@@ -46,7 +46,7 @@ def gres_gpus(part: Partition) -> int | None:
 
 def load_slurm_env(path: str | Path) -> tuple[SlurmEnv, dict[str, Any]]:
     """The checked environment and the raw JSON object, or a BuildError saying why not."""
-    from scriptbuilder.file_cache import load
+    from scriptbuilder.inputs.file_cache import load
 
     return load(path, _load)
 

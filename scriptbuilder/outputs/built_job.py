@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scriptbuilder.output import write_atomic
+from scriptbuilder.outputs.atomic import write_atomic
 
 if TYPE_CHECKING:
     from scriptbuilder.models import BuildRequest, JobSpec
@@ -32,7 +32,7 @@ class SubmitRun:
     inputs: tuple[OutputFile, ...] = ()
 
     def display(self) -> str:
-        from scriptbuilder.render import quote_literal
+        from scriptbuilder.script.render import quote_literal
 
         return " ".join(quote_literal(a) for a in self.argv)
 

@@ -3,7 +3,7 @@
 The interface is declared with click (:func:`click_group`). A well-formed
 ``build`` call (``build`` with ``--dry-run``, ``--explain`` and
 ``--env-info FILE`` each at most once, then one request path) is read
-directly, as :mod:`scriptbuilder.compat` does for the drop-in, so a build does
+directly, as :mod:`scriptbuilder.cli.dropin` does for the drop-in, so a build does
 not pay for importing click; help, ``--version``, ``schema``, shell completion
 and every malformed call go through click.
 """
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from scriptbuilder import __version__
-from scriptbuilder.console import echo, run_click, run_outside_click
+from scriptbuilder.cli.console import echo, run_click, run_outside_click
 from scriptbuilder.errors import BuildError
 
 TYPE_CHECKING = False
@@ -80,7 +80,7 @@ def run_build(request: str, *, dry_run: bool, explain: bool, env_info: str | Non
 
     info = None
     if env_info:
-        from scriptbuilder.env_info import FileEnvInfo
+        from scriptbuilder.inputs.env_info import FileEnvInfo
 
         info = FileEnvInfo.load(env_info)
     job = build(read_request(request), env_info=info)

@@ -2,7 +2,7 @@
 
 Both tools are click programs, so a flag is written ``--flag value`` or
 ``--flag=value`` and the last occurrence wins.  The command text is read with
-:mod:`scriptbuilder.shellwords`, so quoting is understood and nothing is
+:mod:`scriptbuilder.inputs.shellwords`, so quoting is understood and nothing is
 expanded: a value that bash would still expand (``--tp $TP``) cannot be used
 as a number and is reported as an error.
 """
@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scriptbuilder.shellwords import (
+from scriptbuilder.inputs.shellwords import (
     ShellSyntaxError,
     Token,
     simple_commands,

@@ -18,7 +18,7 @@ scenarios and workflows build once) are therefore rendered once per process.
 
 from __future__ import annotations
 
-from scriptbuilder.script_tree import (
+from scriptbuilder.script.tree import (
     Assign,
     Blank,
     ClearEnv,
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from scriptbuilder.script_tree import Part
+    from scriptbuilder.script.tree import Part
 
 _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 #: Characters of a word left bare (as ``[A-Za-z0-9_@%+=:,./-]``).

@@ -15,7 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import ClassVar, Final
 
-    from scriptbuilder.script_tree import Statement
+    from scriptbuilder.script.tree import Statement
 
 #: Variable prefixes stripped inside single-node steps that run without MPI,
 #: so a single process does not try to join an MPI world it is not part of.

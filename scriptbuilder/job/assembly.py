@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from scriptbuilder import __version__
-from scriptbuilder.built_job import BuiltJob, OutputFile, SubmitRun
-from scriptbuilder.job import Container, SlurmAllocation, TaskShape
-from scriptbuilder.job_builder import JobBuilder
-from scriptbuilder.job_spec import job_spec_document, job_spec_json
-from scriptbuilder.render import render, render_one_line
+from scriptbuilder.job.builder import JobBuilder
+from scriptbuilder.job.plan import Container, SlurmAllocation, TaskShape
+from scriptbuilder.outputs.built_job import BuiltJob, OutputFile, SubmitRun
+from scriptbuilder.outputs.job_spec import job_spec_document, job_spec_json
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mounts import Mounts
 from scriptbuilder.resolution.perf import SUBMIT_TIMEOUT, PerfPlan, topology_of
@@ -20,6 +19,7 @@ from scriptbuilder.resolution.slurm_params import SlurmTarget
 from scriptbuilder.resolution.workloads import Workload
 from scriptbuilder.scenarios.docker import Docker, DockerContainer
 from scriptbuilder.scenarios.slurm import LocalSlurm, RemoteSlurm, SlurmScenario
+from scriptbuilder.script.render import render, render_one_line
 from scriptbuilder.workflows.custom import RUN_SCRIPT_NAME, packaged_run_script
 
 GENERATOR = f"scriptbuilder {__version__}"

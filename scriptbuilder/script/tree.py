@@ -1,7 +1,7 @@
 """The syntax tree of a generated shell script.
 
 Every generated file (Slurm batch script, docker command) is built as a tree of
-these nodes and turned into text by :mod:`scriptbuilder.render` alone. Values
+these nodes and turned into text by :mod:`scriptbuilder.script.render` alone. Values
 are kept as data until rendering, which quotes each one by construction:
 
 * :class:`Lit` is a literal string, always reaching the shell unchanged.
@@ -14,7 +14,7 @@ the drop-in CLI imports this module on every call and sweeps build thousands
 of trees: defining dataclasses costs milliseconds at import (and pulls in
 :mod:`inspect`), and their frozen ``__init__`` is slower. Fields are
 ``Final``: nothing assigns them after ``__init__`` (mypy checks it). The one
-slot that changes, ``_memo``, belongs to :mod:`scriptbuilder.render`, which
+slot that changes, ``_memo``, belongs to :mod:`scriptbuilder.script.render`, which
 keeps a node's rendered text there so shared nodes are rendered once.
 """
 
@@ -43,7 +43,7 @@ class Node:
 
     __slots__ = ("_memo",)
     _fields: ClassVar[tuple[str, ...]] = ()
-    #: Owned by :mod:`scriptbuilder.render`: this node's rendered text, once computed.
+    #: Owned by :mod:`scriptbuilder.script.render`: this node's rendered text, once computed.
     _memo: Any
 
     def _values(self) -> tuple[object, ...]:
