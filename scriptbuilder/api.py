@@ -13,11 +13,13 @@ import posixpath
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.slurm_env import load_slurm_env
 from scriptbuilder.job.assembly import docker_job, perf_job, slurm_job
+from scriptbuilder.models import BuildRequest
+from scriptbuilder.models.messages import validated
 from scriptbuilder.outputs.built_job import BuiltJob, OutputFile, SubmitRun
 from scriptbuilder.resolution.context import Context, EnvInfo
 from scriptbuilder.resolution.image import resolve_image
@@ -36,27 +38,19 @@ from scriptbuilder.resolution.workloads import (
 from scriptbuilder.scenarios.slurm import check_log_name_part
 from scriptbuilder.workflows.custom import RUN_SCRIPT_NAME
 
-if TYPE_CHECKING:
-    from scriptbuilder.models import BuildRequest
-
 __all__ = ["BuiltJob", "OutputFile", "SubmitRun", "build", "load_request"]
 
 
 def load_request(data: Mapping[str, Any] | BuildRequest) -> BuildRequest:
-    """Check a request against the request schema (defaults filled in); problems
-    become one-line :class:`BuildError` messages naming the field."""
-    from scriptbuilder.schema_check import SchemaError, validate
-    from scriptbuilder.schemas import schema
-
+    """``data`` checked by the request model; problems become one-line
+    :class:`BuildError` messages naming the field."""
+    if isinstance(data, BuildRequest):
+        return data
     if not isinstance(data, Mapping):
-        data = data.model_dump()
-    try:
-        return cast("BuildRequest", validate(dict(data), schema("request")))
-    except SchemaError as exc:
-        if exc.kind in ("extra", "missing"):
-            fix = "" if exc.kind == "extra" else "; add it"
-            raise BuildError(f"request field {exc.path!r} {exc.problem}{fix}") from None
-        raise BuildError(f"request field {exc.path!r}: {exc.problem}; fix its value") from None
+        raise BuildError(
+            f"a request must be a mapping of field names to values, got {type(data).__name__}"
+        )
+    return validated(BuildRequest, dict(data), "request field", "fix its value")
 
 
 def _load_env(ctx: Context) -> None:

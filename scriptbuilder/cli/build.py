@@ -10,14 +10,12 @@ and every malformed call go through click.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from pathlib import Path
 
 from scriptbuilder import __version__
 from scriptbuilder.cli.console import echo, run_click, run_outside_click
-from scriptbuilder.errors import BuildError
+from scriptbuilder.inputs.request_file import read_request
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,51 +25,8 @@ if TYPE_CHECKING:
     import click
 
 PROG = "scriptbuilder"
-#: Local paths that a request file may give relative to its own folder.
-LOCAL_PATH_FIELDS = (
-    "work_dir",
-    "repo_root",
-    "skill_dir",
-    "slurm_env_file",
-    "custom_script",
-    "perf_config_yaml",
-)
 #: Set by a shell asking click for completions.
 _COMPLETE_VAR = "_SCRIPTBUILDER_COMPLETE"
-
-
-def read_request(source: str) -> dict[str, Any]:
-    """A request from a JSON or YAML file, or ``-`` for standard input."""
-    try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BuildError(f"request file {source}: {exc.strerror}; pass a readable file") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        data = _read_yaml(source, text)
-    if not isinstance(data, dict):
-        raise BuildError(f"request file {source} must hold a mapping of field names to values")
-    if source != "-":
-        base = Path(source).resolve().parent
-        for name in LOCAL_PATH_FIELDS:
-            value = data.get(name)
-            if isinstance(value, str) and value and not value.startswith(("/", "~")):
-                data[name] = os.path.normpath(base / value)
-    return data
-
-
-def _read_yaml(source: str, text: str) -> Any:
-    import yaml
-
-    try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise BuildError(
-            f"request file {source} is neither JSON nor YAML{where}; fix its syntax"
-        ) from None
 
 
 def run_build(request: str, *, dry_run: bool, explain: bool, env_info: str | None) -> None:
@@ -180,9 +135,9 @@ def click_group() -> click.Group:
     @click.argument("which", type=click.Choice(["request", "slurm-env", "job-spec"]))
     def schema_command(which: str) -> None:
         """Print the JSON Schema of a request, slurm_env.json or job_spec.json."""
-        from scriptbuilder.schemas import schema_text
+        from scriptbuilder.models import json_schema
 
-        echo(schema_text(which))
+        echo(json_schema(which))
 
     _CLI.append(cli)
     return cli

@@ -8,10 +8,10 @@ anything absent stays unknown and the procedure's fallbacks apply.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from scriptbuilder.errors import BuildError
+from scriptbuilder.inputs.request_file import parse_json, read_limited
 
 
 class FileEnvInfo:
@@ -20,14 +20,14 @@ class FileEnvInfo:
 
     @classmethod
     def load(cls, path: str) -> FileEnvInfo:
+        label = f"--env-info {path}"
+        text = read_limited(path, label)
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise BuildError(
-                f"--env-info {path} is not a readable JSON file ({exc}); pass a JSON object"
-            ) from None
+            data = parse_json(text, label)
+        except json.JSONDecodeError as exc:
+            raise BuildError(f"{label} is not valid JSON ({exc}); pass a JSON object") from None
         if not isinstance(data, dict):
-            raise BuildError(f"--env-info {path} must hold a JSON object")
+            raise BuildError(f"{label} must hold a JSON object")
         return cls(data)
 
     def arch(self, partition: str | None) -> str | None:

@@ -1,26 +1,28 @@
 """slurm_env.json: what the orchestrator's one-pass probe found on the cluster.
 
-Loaded into a :class:`~scriptbuilder.schema_check.Record` checked against the
-``SlurmEnv`` schema (unknown keys kept); the raw object is embedded verbatim in
-job_spec.json.
+Checked by the :class:`~scriptbuilder.models.SlurmEnv` model (null means "not
+known", unknown keys kept); the raw object is embedded verbatim in job_spec.json.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from scriptbuilder.errors import BuildError
-
-if TYPE_CHECKING:
-    from scriptbuilder.models import Partition, SlurmEnv
+from scriptbuilder.inputs.file_cache import load
+from scriptbuilder.inputs.request_file import parse_json, read_limited
+from scriptbuilder.models import Partition, SlurmEnv
+from scriptbuilder.models.messages import validated
 
 CLIENT_TOOLS_MISSING = "SLURM client tools not found"
 _WHY = (
     "trtllm-case-executor did not run Step 2.5 (the Slurm probe) before invoking "
     "the script builder; run it, or pass slurm_env_file"
 )
+#: Largest slurm_env.json read (a probe of thousands of partitions is far below).
+MAX_SLURM_ENV_BYTES = 16 * 1024 * 1024
 
 
 def find_partition(env: SlurmEnv, name: str) -> Partition | None:
@@ -46,28 +48,25 @@ def gres_gpus(part: Partition) -> int | None:
 
 def load_slurm_env(path: str | Path) -> tuple[SlurmEnv, dict[str, Any]]:
     """The checked environment and the raw JSON object, or a BuildError saying why not."""
-    from scriptbuilder.inputs.file_cache import load
-
     return load(path, _load)
 
 
 def _load(name: str) -> tuple[SlurmEnv, dict[str, Any]]:
-    path = Path(name)
-    from scriptbuilder.schema_check import SchemaError, validate
-    from scriptbuilder.schemas import schema
-
+    label = f"slurm_env_file {name}"
+    if not Path(name).exists():
+        raise BuildError(f"{label} is missing: {_WHY}")
+    text = read_limited(name, label, MAX_SLURM_ENV_BYTES)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BuildError(f"slurm_env_file {path} is missing: {_WHY}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BuildError(f"slurm_env_file {path} is unreadable ({exc}): {_WHY}") from None
+        raw = parse_json(text, label)
+        # Embedded verbatim in job_spec.json, so it must be writable as UTF-8.
+        json.dumps(raw, ensure_ascii=False).encode("utf-8")
     except json.JSONDecodeError as exc:
-        raise BuildError(f"slurm_env_file {path} is not valid JSON ({exc}): {_WHY}") from None
+        raise BuildError(f"{label} is not valid JSON ({exc}): {_WHY}") from None
+    except UnicodeEncodeError:
+        raise BuildError(
+            f"{label} holds a lone surrogate (not text); fix the probe output"
+        ) from None
     if not isinstance(raw, dict):
-        raise BuildError(f"slurm_env_file {path} must hold a JSON object: {_WHY}")
-    try:
-        env = validate(raw, schema("slurm-env"))
-    except SchemaError as exc:
-        raise BuildError(f"slurm_env_file {path}: {exc}; fix the probe output") from None
-    return cast("SlurmEnv", env), raw
+        raise BuildError(f"{label} must hold a JSON object: {_WHY}")
+    env = validated(SlurmEnv, raw, f"{label}: field", "fix the probe output")
+    return env, raw

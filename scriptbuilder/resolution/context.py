@@ -6,12 +6,10 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from scriptbuilder.models import BuildRequest, SlurmEnv
 from scriptbuilder.resolution.trace import Trace
-
-if TYPE_CHECKING:
-    from scriptbuilder.models import BuildRequest, SlurmEnv
 
 
 class EnvInfo(Protocol):

@@ -1,0 +1,45 @@
+"""The pydantic models: the build request, slurm_env.json and job_spec.json.
+
+They are the one declaration and the one validator of those shapes;
+``scriptbuilder schema NAME`` prints their JSON Schemas (:func:`json_schema`),
+and :func:`~scriptbuilder.models.messages.describe` turns a ``ValidationError``
+into the one-line message a user sees.
+"""
+
+from __future__ import annotations
+
+import json
+
+from pydantic import BaseModel
+
+from scriptbuilder.models.job_spec import SCHEMA_VERSION, JobSpec, SlurmParams
+from scriptbuilder.models.request import BuildRequest, EnvCheck, ExecutionScenario, WorkflowType
+from scriptbuilder.models.slurm_env import Partition, Pmix, SlurmEnv
+
+__all__ = [
+    "SCHEMAS",
+    "SCHEMA_VERSION",
+    "BuildRequest",
+    "EnvCheck",
+    "ExecutionScenario",
+    "JobSpec",
+    "Partition",
+    "Pmix",
+    "SlurmEnv",
+    "SlurmParams",
+    "WorkflowType",
+    "json_schema",
+]
+
+#: ``scriptbuilder schema NAME`` -> the model.
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "request": BuildRequest,
+    "slurm-env": SlurmEnv,
+    "job-spec": JobSpec,
+}
+
+
+def json_schema(name: str) -> str:
+    """The JSON Schema of the model ``name`` (a key of :data:`SCHEMAS`), as text."""
+    schema = SCHEMAS[name].model_json_schema()
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"

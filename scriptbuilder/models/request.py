@@ -1,0 +1,88 @@
+"""The build request: every input field of the script-builder procedure.
+
+Validation is strict: an integer field takes an integer (not ``"4"``, not
+``true``), a boolean field ``true`` or ``false``, a string field a string.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from scriptbuilder.models.fields import OneLine, Text
+
+WorkflowType = Literal["pytest", "eval", "bench", "custom", "perf_sanity", "benchmark"]
+ExecutionScenario = Literal["local_docker", "local_slurm", "remote_slurm"]
+
+
+class EnvCheck(BaseModel):
+    """What the orchestrator's environment check found on the local machine."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    gpus_per_node: int | None = Field(None, ge=1, description="GPUs per node (local_docker).")
+    available_gpus: int | None = Field(None, ge=0, description="GPUs visible locally.")
+    default_models_repo: OneLine | None = Field(
+        None, description="Host folder holding the models, the last mount fallback."
+    )
+
+
+class BuildRequest(BaseModel):
+    """Every input field of the script-builder procedure.
+
+    Unknown fields are refused; each field is documented in the JSON Schema
+    (``scriptbuilder schema request``).
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    workflow_type: WorkflowType = Field(description="What to run.")
+    work_dir: OneLine = Field(description="Local folder receiving the script and job_spec.json.")
+    execution_scenario: ExecutionScenario = Field(
+        "local_slurm", description="Where it runs: local_docker, local_slurm or remote_slurm."
+    )
+    skill_dir: OneLine | None = Field(
+        None, description="Folder of the calling skill (recorded only)."
+    )
+    repo_root: OneLine | None = Field(None, description="Local TensorRT-LLM checkout.")
+    test_cmd: Text | None = Field(None, description="pytest command line (pytest, perf-sanity).")
+    eval_cmd: Text | None = Field(None, description="trtllm-eval command line (eval).")
+    bench_cmd: Text | None = Field(
+        None,
+        description="trtllm-bench command line; one top-level '&&' may separate the "
+        "prepare-dataset step (bench).",
+    )
+    custom_cmd: Text | None = Field(None, description="Command line (custom).")
+    custom_script: OneLine | None = Field(
+        None, description="Script run as 'bash <custom_script>' (custom; wins over custom_cmd)."
+    )
+    custom_env: Text | None = Field(None, description="Shell assignments applied first (custom).")
+    perf_config_yaml: OneLine | None = Field(None, description="Perf-sanity/benchmark config YAML.")
+    perf_test_name: OneLine | None = Field(None, description="Server name in an aggregated config.")
+    model_name: OneLine | None = Field(None, description="Job name prefix; derived when possible.")
+    required_devices: int | None = Field(None, ge=1, description="GPUs needed (default 1).")
+    node_count: int | None = Field(None, ge=1, description="Nodes requested.")
+    partition: OneLine | None = Field(None, description="Slurm partition (Slurm scenarios).")
+    account: OneLine | None = Field(None, description="Slurm account (Slurm scenarios).")
+    slurm_env_file: OneLine | None = Field(
+        None, description="Probe output; default <work_dir>/slurm_env.json."
+    )
+    time_limit: OneLine | None = Field(None, description="Job time limit (default 02:00:00).")
+    llm_models_root: OneLine | None = Field(
+        None, description="Models folder inside the container (LLM_MODELS_ROOT)."
+    )
+    checkpoint_path: OneLine | None = Field(
+        None, description="Host checkpoint; its parent is mounted at llm_models_root."
+    )
+    models_path: OneLine | None = Field(None, description="Host models folder.")
+    device_type: OneLine | None = Field(None, description="GPU type, e.g. B200 (recorded only).")
+    persistent_mode: bool | None = Field(
+        None, description="Reuse a held allocation (local_slurm; default on there)."
+    )
+    container_image: OneLine | None = Field(
+        None, description="Image; wins over the properties file."
+    )
+    remote_repo_path: OneLine | None = Field(None, description="Checkout on the cluster (remote).")
+    remote_work_dir: OneLine | None = Field(None, description="Work dir on the cluster (remote).")
+    env_check: EnvCheck = Field(default_factory=EnvCheck)

@@ -1,0 +1,71 @@
+"""slurm_env.json, the probe's output.
+
+Every field but a partition's ``name`` may be null or absent: null means "not
+known". Unknown keys are kept (the raw object is embedded in job_spec.json).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+T = TypeVar("T")
+
+
+def _null_is_empty(value: Any) -> Any:
+    return [] if value is None else value
+
+
+#: A list that may be written as null ("not known"), read as empty.
+NullableList = Annotated[
+    list[T], BeforeValidator(_null_is_empty, json_schema_input_type=list[T] | None)
+]
+
+
+class Partition(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+
+    name: str
+    state: str | None = None
+    time_limit: str | None = None
+    nodes: str | int | None = None
+    arch: str | None = None
+    gres: str | None = None
+    gpus_per_node: int | None = None
+    requires_gres: bool | None = Field(False, description="null: not known (read as false).")
+
+
+class Pmix(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+
+    available: NullableList[str] = []
+    preferred: str | None = None
+
+
+def _null_is_unknown_pmix(value: Any) -> Any:
+    return {} if value is None else value
+
+
+class SlurmEnv(BaseModel):
+    """The probe's output. Unknown keys are kept (the raw object is embedded in job_spec)."""
+
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+
+    user: str | None = None
+    default_account: str | None = None
+    accounts: NullableList[str] = []
+    default_partition: str | None = None
+    partitions: NullableList[Partition] = []
+    pmix: Annotated[
+        Pmix, BeforeValidator(_null_is_unknown_pmix, json_schema_input_type=Pmix | None)
+    ] = Pmix()
+    errors: NullableList[str] = []
+    cluster_name: str | None = None
+    mounts: NullableList[str] = Field(
+        [], description="Container mounts configured for the cluster; null: none configured."
+    )
+    ssh_host: str | None = None
+    slurm_user: str | None = None
+    remote_cwd: str | None = None
+    mfa_style: bool | None = None

@@ -1,0 +1,109 @@
+"""For every request field, the API, the CLI and ``BuildRequest.model_validate``
+accept and refuse exactly the same values, with the same message."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from scriptbuilder.errors import BuildError
+from scriptbuilder.models import BuildRequest
+from tests.build_env import BuildEnv
+from tests.test_build_stops import run_cli
+
+#: (values the field's type accepts, values it refuses), by kind of field.
+ONE_LINE = (["/abs/x", "/ü b"], [5, True, ["/x"], "/a\nb", "/a\rb", "/a\x00b", "/x\ud800"])
+TEXT = (["echo a", "echo a\necho 'b'\r\n"], [5, False, {"a": 1}, "echo \ud800"])
+COUNT = ([1, 4, None], ["4", True, 1.0, 0, -1, [1]])
+FLAG = ([True, False, None], ["true", 1, 0, "no"])
+KINDS: dict[str, tuple[list[Any], list[Any]]] = {
+    "workflow_type": (["pytest", "custom"], ["moon", "PYTEST", 1, None]),
+    "execution_scenario": (["local_slurm", "remote_slurm"], ["local_direct", True]),
+    "work_dir": ONE_LINE,
+    "required_devices": COUNT,
+    "node_count": COUNT,
+    "persistent_mode": FLAG,
+    "env_check": (
+        [{}, {"gpus_per_node": 2, "available_gpus": 0, "default_models_repo": "/m"}],
+        [
+            "x",
+            {"gpus_per_node": "2"},
+            {"gpus_per_node": 0},
+            {"available_gpus": True},
+            {"default_models_repo": "/m\n"},
+            {"nope": 1},
+        ],
+    ),
+}
+for _name in ("test_cmd", "eval_cmd", "bench_cmd", "custom_cmd", "custom_env"):
+    KINDS[_name] = TEXT
+for _name in BuildRequest.model_fields:
+    KINDS.setdefault(_name, ONE_LINE)
+CASES = [
+    (name, value, valid)
+    for name, (good, bad) in KINDS.items()
+    for valid, values in ((True, good), (False, bad))
+    for value in values
+]
+
+
+def test_the_table_kinds_are_the_model_types() -> None:
+    """A field is in ONE_LINE exactly when its schema carries the one-line pattern."""
+    properties = BuildRequest.model_json_schema()["properties"]
+    for name in BuildRequest.model_fields:
+        text = json.dumps(properties[name])
+        assert (KINDS[name] is ONE_LINE) == ("pattern" in text), name
+
+
+def _model_outcome(data: dict[str, Any]) -> bool:
+    try:
+        BuildRequest.model_validate(data)
+    except ValidationError:
+        return False
+    return True
+
+
+def _api_outcome(build_env: BuildEnv, data: dict[str, Any]) -> str | None:
+    """The refusal message of the request check, or None when the request passed it."""
+    try:
+        build_env.build(data)
+    except BuildError as exc:
+        return str(exc) if str(exc).startswith("request field") else None
+    return None
+
+
+def _cli_outcome(path: Path, data: dict[str, Any]) -> str | None:
+    path.write_text(json.dumps(data))
+    code, _, err = run_cli(["build", "--dry-run", str(path)])
+    prefix = "scriptbuilder: error: "
+    if code == 2 and err.startswith(prefix + "request field"):
+        assert len(err.splitlines()) == 1
+        return err[len(prefix) :].rstrip("\n")
+    return None
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "valid"),
+    CASES,
+    ids=[f"{n}-{'ok' if ok else 'bad'}-{i}" for i, (n, _, ok) in enumerate(CASES)],
+)
+def test_api_cli_and_model_agree(
+    build_env: BuildEnv, tmp_path: Path, name: str, value: Any, valid: bool
+) -> None:
+    data = build_env.request("custom")
+    if value is None:
+        data.pop(name, None)
+    else:
+        data[name] = value
+    accepted = _model_outcome(data)
+    assert accepted is valid
+    api = _api_outcome(build_env, data)
+    cli = _cli_outcome(tmp_path / "request.json", data)
+    assert (api is None) is accepted
+    assert cli == api
+    if api is not None:
+        assert f"'{name}" in api and len(api) < 400
