@@ -1,5 +1,7 @@
-"""From resolved values to the build's outputs: the script tree rendered to text,
-``job_spec.json`` (procedure Step 5) and the report (Step 6), per scenario."""
+"""From resolved values to the build's outputs, per scenario: the scenario's data,
+the script from :class:`~scriptbuilder.job.builder.JobBuilder` (the one place a
+scenario meets a workflow), ``job_spec.json`` (procedure Step 5) and the report
+(Step 6)."""
 
 from __future__ import annotations
 
@@ -14,12 +16,13 @@ from scriptbuilder.outputs.built_job import BuiltJob, OutputFile, SubmitRun
 from scriptbuilder.outputs.job_spec import job_spec_document, job_spec_json
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mounts import Mounts
-from scriptbuilder.resolution.perf import SUBMIT_TIMEOUT, PerfPlan, topology_of
+from scriptbuilder.resolution.perf import SUBMIT_TIMEOUT, SubmitPlan, topology_of
 from scriptbuilder.resolution.slurm_params import SlurmTarget
 from scriptbuilder.resolution.workloads import Workload
 from scriptbuilder.scenarios.docker import Docker, DockerContainer
-from scriptbuilder.scenarios.slurm import LocalSlurm, RemoteSlurm, SlurmScenario
+from scriptbuilder.scenarios.slurm import LocalSlurm, RemoteSlurm
 from scriptbuilder.script.render import render, render_one_line
+from scriptbuilder.script.tree import DockerRun
 from scriptbuilder.workflows.custom import RUN_SCRIPT_NAME, packaged_run_script
 
 GENERATOR = f"scriptbuilder {__version__}"
@@ -56,6 +59,36 @@ def _job_spec(ctx: Context, **fields: Any) -> dict[str, Any]:
         remote_work_dir=ctx.request.remote_work_dir if remote else None,
         warnings=list(ctx.trace.warnings),
         **fields,
+    )
+
+
+def _workload_fields(workload: Workload, image: str) -> dict[str, Any]:
+    """The job_spec fields that come from the workload and its workflow."""
+    workflow = workload.workflow
+    return dict(
+        workflow_type=workflow.kind,
+        model_name=workload.model_name,
+        docker_image=image,
+        required_devices=workload.required_devices,
+        node_count=workload.node_count,
+        success_patterns=list(workflow.success_patterns),
+        failure_patterns=list(workflow.failure_patterns),
+    )
+
+
+def _slurm_params(
+    target: SlurmTarget, shape: TaskShape, gpus_per_node: int | None, gres: str | None
+) -> dict[str, Any]:
+    return dict(
+        partition=target.partition,
+        account=target.account,
+        time_limit=target.time_limit,
+        nodes=shape.nodes,
+        ntasks=shape.ntasks,
+        ntasks_per_node=shape.ntasks_per_node,
+        gpus_per_node=gpus_per_node,
+        gres=gres,
+        mpi_plugin=shape.mpi,
     )
 
 
@@ -96,26 +129,15 @@ def slurm_job(
     req = ctx.request
     workflow, model, shape = workload.workflow, workload.model_name, workload.shape
     job_name = workflow.job_name(model)
+    log_dir = (req.remote_work_dir if ctx.is_remote else req.work_dir) or ""
     allocation = SlurmAllocation(
-        job_name=job_name,
-        partition=target.partition,
-        account=target.account,
-        time_limit=target.time_limit,
-        nodes=shape.nodes,
-        ntasks=shape.ntasks,
-        ntasks_per_node=shape.ntasks_per_node,
-        gres=gres,
-        log_dir=(req.remote_work_dir if ctx.is_remote else req.work_dir) or "",
+        job_name, target.partition, target.account, target.time_limit, shape, gres, log_dir
     )
     container = Container(image=image, name=job_name, mounts=mounts.joined, workdir=mounts.project)
-    scenario_cls: type[SlurmScenario] = RemoteSlurm if ctx.is_remote else LocalSlurm
-    scenario = scenario_cls(
-        allocation,
-        container,
-        exports=(("LLM_MODELS_ROOT", mounts.models_root),),
-        header=_header(ctx, workflow.kind),
+    scenario = (RemoteSlurm if ctx.is_remote else LocalSlurm)(
+        allocation, container, models_root=mounts.models_root, header=_header(ctx, workflow.kind)
     )
-    text = render(JobBuilder(scenario, workflow, shape).build())
+    text = JobBuilder(scenario, workflow, shape).render()
     extra: tuple[OutputFile, ...] = ()
     if ctx.is_remote and workflow.kind == "custom":
         copy = posixpath.join(req.work_dir, RUN_SCRIPT_NAME)
@@ -124,28 +146,12 @@ def slurm_job(
     persistent = req.execution_scenario == "local_slurm" and req.persistent_mode is not False
     spec = _job_spec(
         ctx,
-        workflow_type=workflow.kind,
-        model_name=model,
-        docker_image=image,
-        required_devices=workload.required_devices,
-        node_count=workload.node_count,
+        **_workload_fields(workload, image),
         script_path=script_path,
         script_name=posixpath.basename(script_path),
         log_file_pattern=f"{job_name}_%j.out",
-        success_patterns=list(workflow.success_patterns),
-        failure_patterns=list(workflow.failure_patterns),
         extra_files=[str(f.path) for f in extra],
-        slurm_params=dict(
-            partition=target.partition,
-            account=target.account,
-            time_limit=target.time_limit,
-            nodes=shape.nodes,
-            ntasks=shape.ntasks,
-            ntasks_per_node=shape.ntasks_per_node,
-            gpus_per_node=target.gpus_per_node,
-            gres=gres,
-            mpi_plugin=shape.mpi,
-        ),
+        slurm_params=_slurm_params(target, shape, target.gpus_per_node, gres),
         persistent_mode=True if persistent else None,
         container_name=container.name if persistent else None,
         container_mounts=container.mounts if persistent else None,
@@ -161,59 +167,46 @@ def docker_job(ctx: Context, image: str, mounts: Mounts, workload: Workload) -> 
         image, workflow.job_name(model), mounts.entries, mounts.project, mounts.models_root
     )
     scenario = Docker(container, header=_header(ctx, workflow.kind))
-    # One process in the container: MPI launchers and per-task steps do not apply.
-    plan = workflow.plan(TaskShape())
-    text = render(scenario.assemble(plan))
+    tree = JobBuilder(scenario, workflow, workload.shape).build()
+    text = render(tree)
+    (docker_run,) = [node for node in tree.body if isinstance(node, DockerRun)]
     script_path = posixpath.join(req.work_dir, DOCKER_SCRIPT)
     spec = _job_spec(
         ctx,
-        workflow_type=workflow.kind,
-        model_name=model,
-        docker_image=image,
-        required_devices=workload.required_devices,
-        node_count=workload.node_count,
-        success_patterns=list(workflow.success_patterns),
-        failure_patterns=list(workflow.failure_patterns),
+        **_workload_fields(workload, image),
         extra_files=[],
-        docker_cmd=render_one_line(scenario.docker_run(plan)),
+        docker_cmd=render_one_line(docker_run),
         log_file=posixpath.join(req.work_dir, f"{model}_local.log"),
     )
     return _built(ctx, spec, script_path, text, (OutputFile(script_path, text, 0o755),))
 
 
-def perf_job(ctx: Context, target: SlurmTarget, plan: PerfPlan) -> BuiltJob:
+def perf_job(ctx: Context, target: SlurmTarget, plan: SubmitPlan) -> BuiltJob:
     """Category 4: submit.py writes the launch script when the job is written."""
     req = ctx.request
     devices, nodes, gpus_per_node = topology_of(plan)
     ctx.trace.chose("devices/nodes", f"{devices}/{nodes}", "config YAML hardware and parallelism")
     spec = _job_spec(
         ctx,
-        workflow_type=req.workflow_type,
+        workflow_type=plan.workflow_type,
         model_name=plan.model_name,
         docker_image=plan.image,
         required_devices=devices,
         node_count=nodes,
         script_path=str(plan.launch_sh),
         script_name=plan.launch_sh.name,
-        log_file_pattern=plan.workflow.log_file_pattern,
-        success_patterns=list(plan.workflow.success_patterns),
-        failure_patterns=list(plan.workflow.failure_patterns),
+        log_file_pattern=plan.log_file_pattern,
+        success_patterns=list(plan.success_patterns),
+        failure_patterns=list(plan.failure_patterns),
         extra_files=[],
-        slurm_params=dict(
-            partition=target.partition,
-            account=target.account,
-            time_limit=target.time_limit,
-            nodes=nodes,
-            ntasks=nodes * gpus_per_node,
-            ntasks_per_node=gpus_per_node,
-            gpus_per_node=gpus_per_node,
-            gres=f"gpu:{gpus_per_node}" if target.gpu_gres else None,
-            mpi_plugin=plan.mpi_type,
+        slurm_params=_slurm_params(
+            target,
+            TaskShape(nodes, nodes * gpus_per_node, gpus_per_node, plan.mpi_type),
+            gpus_per_node,
+            f"gpu:{gpus_per_node}" if target.gpu_gres else None,
         ),
     )
     derived = plan.derived_config
     inputs = (OutputFile(str(derived[0]), derived[1], 0o644),) if derived else ()
-    submit = SubmitRun(
-        tuple(plan.argv), Path(req.work_dir), plan.output_log, SUBMIT_TIMEOUT, inputs
-    )
+    submit = SubmitRun(plan.argv, Path(req.work_dir), plan.output_log, SUBMIT_TIMEOUT, inputs)
     return _built(ctx, spec, str(plan.launch_sh), "", (), submit)

@@ -1,10 +1,12 @@
-"""Composes a scenario and a workflow into a script tree."""
+"""The one place a scenario meets a workflow: the script tree of a job."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from scriptbuilder.script.render import render
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from scriptbuilder.job.plan import TaskShape, WorkflowPlan
     from scriptbuilder.scenarios.base import Scenario
@@ -12,16 +14,17 @@ if TYPE_CHECKING:
     from scriptbuilder.workflows.base import Workflow
 
 
+@dataclass(frozen=True)
 class JobBuilder:
-    """``workflow`` says what runs, with the workload ``shape``; ``scenario`` says how."""
+    """``workflow`` says what runs, with the workload ``shape``; ``scenario`` says how
+    (and which task layout the steps get: one process under Docker)."""
 
-    def __init__(self, scenario: Scenario, workflow: Workflow, shape: TaskShape) -> None:
-        self.scenario = scenario
-        self.workflow = workflow
-        self.shape = shape
+    scenario: Scenario
+    workflow: Workflow
+    shape: TaskShape
 
     def plan(self) -> WorkflowPlan:
-        return self.workflow.plan(self.shape)
+        return self.workflow.plan(self.scenario.step_shape(self.shape))
 
     def build(self) -> SbatchScript | ShellScript:
         """The script tree."""

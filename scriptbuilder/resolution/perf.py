@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.resolution.context import Context
@@ -17,24 +17,39 @@ from scriptbuilder.resolution.mounts import Mounts
 from scriptbuilder.resolution.slurm_params import SlurmTarget
 
 if TYPE_CHECKING:
-    from scriptbuilder.workflows.perf_sanity import PerfPreflight, PerfSanityWorkflow
+    from scriptbuilder.workflows.perf_sanity import PerfJobKind, PerfPreflight
 
 #: How long submit.py may run before the build gives up on it.
 SUBMIT_TIMEOUT = 300.0
 
 
 @dataclass(frozen=True)
-class PerfPlan:
-    workflow: PerfSanityWorkflow
+class SubmitPlan:
+    """A perf-sanity or benchmark run: the checkout's submit.py, run with ``argv``,
+    writes the launch script ``launch_sh`` (the builder makes no script tree).
+
+    ``workflow_type`` is what the caller asked for (``perf_sanity``, ``benchmark``,
+    or ``pytest`` for a perf-sanity test command) and goes to ``job_spec.json``.
+    """
+
+    workflow_type: str
+    #: ``perf`` for a perf-sanity test id, ``benchmark`` for a config file.
+    job_kind: PerfJobKind
     model_name: str
+    job_name: str
     image: str
     mpi_type: str | None
-    argv: list[str]
+    argv: tuple[str, ...]
     checked: PerfPreflight
     #: A derived config to write before submit.py runs (eval fallback): path and text.
     derived_config: tuple[Path, str] | None
     launch_sh: Path
+    #: The launch script's ``#SBATCH --output`` (``<work-dir>/slurm-%j.out``).
+    log_file_pattern: str
     output_log: Path
+    #: What the launch script's log says.
+    success_patterns: ClassVar[tuple[str, ...]] = ("8_done_",)
+    failure_patterns: ClassVar[tuple[str, ...]] = ("FAILED", "Error", "AssertionError")
 
 
 def wants_perf_path(ctx: Context) -> bool:
@@ -76,12 +91,14 @@ def resolve_perf(
     *,
     eval_fallback: bool = False,
     model_name: str | None = None,
-) -> PerfPlan:
+) -> SubmitPlan:
     from scriptbuilder.workflows.perf_sanity import (
+        LAUNCH_LOG_PATTERN,
         LAUNCH_SCRIPT_NAME,
         SUBMIT_LOG_NAME,
-        PerfSanityWorkflow,
         SubmitRequest,
+        perf_job_kind,
+        perf_job_name,
         preflight,
         submit_argv,
         submit_py_path,
@@ -111,7 +128,7 @@ def resolve_perf(
         test_name=req.perf_test_name,
         repo_root=req.repo_root,
     )
-    workflow = PerfSanityWorkflow(req.workflow_type, uses_test_list=test_list is not None)
+    kind = perf_job_kind(test_list)
     model = model_name or _model_name(ctx, checked)
     work_dir = Path(req.work_dir)
     derived: tuple[Path, str] | None = None
@@ -129,7 +146,6 @@ def resolve_perf(
         )
     launch_sh = work_dir / LAUNCH_SCRIPT_NAME
     remote = ctx.is_remote
-    preferred = ctx.slurm_env.pmix.preferred if ctx.slurm_env else None
     request = SubmitRequest(
         submit_py=submit_py,
         test_list=test_list,
@@ -138,7 +154,7 @@ def resolve_perf(
         benchmark_mode=None,
         partition=target.partition,
         account=target.account,
-        job_name=workflow.job_name(model),
+        job_name=perf_job_name(model, kind),
         image=image,
         mounts=mounts.joined,
         work_dir=(req.remote_work_dir or "") if remote else req.work_dir,
@@ -146,24 +162,27 @@ def resolve_perf(
         llm_models_root=mounts.models_root,
         launch_sh=launch_sh,
         time=target.time_limit,
-        mpi_type=preferred or None,
+        mpi_type=target.pmix_preferred,
     )
     argv = submit_argv(request)
     trace.chose("submit.py", " ".join(argv[1:2]), "repo_root/jenkins/scripts/perf/local")
-    return PerfPlan(
-        workflow=workflow,
+    return SubmitPlan(
+        workflow_type=req.workflow_type,
+        job_kind=kind,
         model_name=model,
+        job_name=request.job_name,
         image=image,
         mpi_type=request.mpi_type,
-        argv=argv,
+        argv=tuple(argv),
         checked=checked,
         derived_config=derived,
         launch_sh=launch_sh,
+        log_file_pattern=LAUNCH_LOG_PATTERN,
         output_log=work_dir / SUBMIT_LOG_NAME,
     )
 
 
-def topology_of(plan: PerfPlan) -> tuple[int, int, int]:
+def topology_of(plan: SubmitPlan) -> tuple[int, int, int]:
     """Devices, nodes and GPUs per node, from the config YAML (submit.py's source)."""
     checked = plan.checked
     from scriptbuilder.workflows.perf_sanity import perf_topology

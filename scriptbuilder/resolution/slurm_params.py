@@ -6,13 +6,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scriptbuilder.errors import BuildError
-from scriptbuilder.inputs.slurm_env import (
-    client_tools_missing,
-    find_partition,
-    gres_gpus,
-    uses_gpu_gres,
-)
+from scriptbuilder.inputs.slurm_env import find_partition, gres_gpus, uses_gpu_gres
 from scriptbuilder.resolution.context import Context
+from scriptbuilder.resolution.mpi import BARE_PMIX, preferred_plugin
 
 if TYPE_CHECKING:
     from scriptbuilder.models import Partition
@@ -32,6 +28,8 @@ class SlurmTarget:
     gpu_gres: bool
     #: ``pmix.preferred``, or bare ``pmix`` when unset or the fallback path was taken.
     mpi_plugin: str
+    #: ``pmix.preferred`` itself (None when unset or on the fallback path).
+    pmix_preferred: str | None
 
 
 def _partition_entry(ctx: Context, name: str) -> Partition | None:
@@ -70,12 +68,10 @@ def resolve_slurm_target(ctx: Context) -> SlurmTarget:
         gpn = trace.chose("gpus_per_node", gres_gpus(entry), f"gres {entry.gres} of {entry.name}")
     elif gpn is not None:
         trace.chose("gpus_per_node", gpn, f"slurm_env partition {req.partition}")
-    env = ctx.slurm_env
-    fallback = env is None or client_tools_missing(env) or entry is None or entry.arch is None
-    preferred = env.pmix.preferred if env and not fallback else None
+    preferred = preferred_plugin(ctx.slurm_env, entry)
     plugin = trace.chose(
         "mpi_plugin",
-        preferred or "pmix",
+        preferred or BARE_PMIX,
         "slurm_env pmix.preferred" if preferred else "bare pmix (pmix.preferred unset)",
     )
     return SlurmTarget(
@@ -85,6 +81,7 @@ def resolve_slurm_target(ctx: Context) -> SlurmTarget:
         gpus_per_node=gpn,
         gpu_gres=bool(entry and uses_gpu_gres(entry)),
         mpi_plugin=plugin,
+        pmix_preferred=preferred,
     )
 
 

@@ -5,19 +5,23 @@ from __future__ import annotations
 import math
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.job.plan import TaskShape
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mounts import Mounts
+from scriptbuilder.resolution.mpi import RULES, step_mpi
 from scriptbuilder.script.render import quote_literal
 from scriptbuilder.workflows.base import Workflow
 
 if TYPE_CHECKING:
     from scriptbuilder.inputs.command_args import FlagValue
+
+T = TypeVar("T")
 
 MAX_DEVICES = 8
 #: Letters, digits (``str.isalnum``), ``_``, ``.`` and ``-``.
@@ -52,10 +56,28 @@ class EvalNeedsPerfSanity(Exception):
         self.model_name = model_name
 
 
+def _workload_shape(ctx: Context, cap: Capacity, kind: str, nodes: int, ntasks: int) -> TaskShape:
+    """The workload's tasks over ``nodes`` and its ``--mpi`` (none outside Slurm)."""
+    mpi = step_mpi(kind, ntasks=ntasks, nodes=nodes, cluster=cap.mpi_plugin)
+    if ctx.is_slurm:
+        ctx.trace.chose("workload mpi", mpi, RULES[kind])
+    return TaskShape(nodes, ntasks, ntasks // nodes, mpi if ctx.is_slurm else None)
+
+
 def _require(value: str | None, name: str, workflow: str) -> str:
     if not value or not value.strip():
         raise BuildError(f"{name} is required for workflow_type {workflow}; pass {name}")
     return value
+
+
+def _parsed(command: str, parse: Callable[[str], T]) -> T:
+    """``parse(command)``, its errors as one-line :class:`BuildError` messages."""
+    from scriptbuilder.inputs.command_args import CommandArgError
+
+    try:
+        return parse(command)
+    except (CommandArgError, ValueError) as exc:
+        raise BuildError(str(exc)) from None
 
 
 def _model_name(ctx: Context, derived: str | None, rule: str) -> str:
@@ -132,7 +154,8 @@ def resolve_pytest(ctx: Context, cap: Capacity) -> Workload:
         )
     name = _model_name(ctx, None, "")
     trace.chose("nodes/ntasks", "1/1", "pytest: single node, one task")
-    return Workload(PytestWorkflow(test_cmd), name, devices, 1, TaskShape(1, 1, 1, None))
+    shape = _workload_shape(ctx, cap, "pytest", 1, 1)
+    return Workload(PytestWorkflow(test_cmd), name, devices, 1, shape)
 
 
 def _gpus_per_node(ctx: Context, cap: Capacity, override: int | None, flag: str) -> int:
@@ -174,20 +197,12 @@ def _rewrite_model(ctx: Context, cmd: str, model: FlagValue, mounts: Mounts) -> 
 
 
 def resolve_eval(ctx: Context, cap: Capacity, mounts: Mounts) -> Workload:
-    from scriptbuilder.inputs.command_args import (
-        CommandArgError,
-        is_hf_model_id,
-        model_name_from,
-        parse_eval_cmd,
-    )
+    from scriptbuilder.inputs.command_args import is_hf_model_id, model_name_from, parse_eval_cmd
     from scriptbuilder.workflows.eval import EvalWorkflow
 
     req, trace = ctx.request, ctx.trace
     cmd = _require(req.eval_cmd, "eval_cmd", "eval")
-    try:
-        args = parse_eval_cmd(cmd)
-    except (CommandArgError, ValueError) as exc:
-        raise BuildError(str(exc)) from None
+    args = _parsed(cmd, parse_eval_cmd)
     world = trace.chose(
         "required_devices",
         args.tp_size * args.pp_size,
@@ -201,22 +216,17 @@ def resolve_eval(ctx: Context, cap: Capacity, mounts: Mounts) -> Workload:
         raise EvalNeedsPerfSanity(world, gpn, name)
     if model and model.literal and is_hf_model_id(model.value):
         cmd = _rewrite_model(ctx, cmd, model, mounts)
-    mpi = cap.mpi_plugin if ctx.is_slurm else None
-    trace.chose("workload mpi", mpi, "eval: always the pmix plugin (trtllm-eval inits MPI)")
-    shape = TaskShape(1, world, world, mpi)
+    shape = _workload_shape(ctx, cap, "eval", 1, world)
     return Workload(EvalWorkflow(cmd), name, world, 1, shape)
 
 
 def resolve_bench(ctx: Context, cap: Capacity) -> Workload:
-    from scriptbuilder.inputs.command_args import CommandArgError, model_name_from, parse_bench_cmd
+    from scriptbuilder.inputs.command_args import model_name_from, parse_bench_cmd
     from scriptbuilder.workflows.bench import BenchWorkflow
 
     req, trace = ctx.request, ctx.trace
     cmd = _require(req.bench_cmd, "bench_cmd", "bench")
-    try:
-        args = parse_bench_cmd(cmd)
-    except (CommandArgError, ValueError) as exc:
-        raise BuildError(str(exc)) from None
+    args = _parsed(cmd, parse_bench_cmd)
     world = trace.chose("required_devices", args.tp * args.pp, f"--tp {args.tp} x --pp {args.pp}")
     source = args.model or args.model_path
     derived = model_name_from(source.value) if source else None
@@ -227,9 +237,7 @@ def resolve_bench(ctx: Context, cap: Capacity) -> Workload:
             f"bench world size {world} (tp {args.tp} x pp {args.pp}) exceeds gpus_per_node "
             f"{gpn}: multi-node trtllm-bench is not supported; lower --tp/--pp"
         )
-    mpi = cap.mpi_plugin if ctx.is_slurm and world > 1 else None
-    trace.chose("workload mpi", mpi, "bench: the pmix plugin when world size > 1")
-    shape = TaskShape(1, world, world, mpi)
+    shape = _workload_shape(ctx, cap, "bench", 1, world)
     return Workload(BenchWorkflow(args.prep_cmd, args.run_cmd), name, world, 1, shape)
 
 
@@ -259,7 +267,6 @@ def resolve_custom(ctx: Context, cap: Capacity, mounts: Mounts, run_script: str 
             f"custom commands are limited to 1 node; reduce required_devices to at most {gpn}"
         )
     name = _model_name(ctx, None, "")
-    mpi = cap.mpi_plugin if ctx.is_slurm and nodes > 1 else None
     workflow = CustomWorkflow(
         command,
         custom_env=req.custom_env or "",
@@ -267,5 +274,6 @@ def resolve_custom(ctx: Context, cap: Capacity, mounts: Mounts, run_script: str 
         project_path=mounts.project,
         run_script=run_script,
     )
-    shape = TaskShape(nodes, devices, devices // nodes, mpi)
-    return Workload(workflow, name, devices, nodes, shape)
+    return Workload(
+        workflow, name, devices, nodes, _workload_shape(ctx, cap, "custom", nodes, devices)
+    )

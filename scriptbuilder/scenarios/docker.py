@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scriptbuilder.job.plan import WorkflowPlan
+from scriptbuilder.job.plan import TaskShape, WorkflowPlan
 from scriptbuilder.scenarios.base import Scenario
 from scriptbuilder.script.tree import (
     Command,
@@ -54,12 +54,15 @@ def _payload(plan: WorkflowPlan) -> Command:
     return Command.of("bash", "-c", ScriptText(tuple(body)), "job", *args)
 
 
+@dataclass(frozen=True)
 class Docker(Scenario):
-    name = "local_docker"
+    container: DockerContainer
+    header: tuple[str, ...] = ()
+    name: str = "local_docker"
 
-    def __init__(self, container: DockerContainer, *, header: tuple[str, ...] = ()) -> None:
-        self.container = container
-        self.header = header
+    def step_shape(self, shape: TaskShape) -> TaskShape:
+        """One process in the container: MPI launchers and per-task steps do not apply."""
+        return TaskShape()
 
     def docker_run(self, plan: WorkflowPlan) -> DockerRun:
         c = self.container

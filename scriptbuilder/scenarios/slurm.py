@@ -7,15 +7,12 @@ step's exit code.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import partial
+
 from scriptbuilder.errors import BuildError
-from scriptbuilder.job.plan import (
-    MPI_ENV_KEEP,
-    MPI_ENV_PREFIXES,
-    Container,
-    SlurmAllocation,
-    Step,
-    WorkflowPlan,
-)
+from scriptbuilder.job.plan import Container, SlurmAllocation, Step, WorkflowPlan
+from scriptbuilder.resolution.mpi import MPI_ENV_KEEP, MPI_ENV_PREFIXES
 from scriptbuilder.scenarios.base import Scenario
 from scriptbuilder.script.tree import (
     Assign,
@@ -38,10 +35,6 @@ from scriptbuilder.script.tree import (
     Word,
     to_word,
 )
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import ClassVar
 
 STATUS = "rc"
 
@@ -71,9 +64,9 @@ def directives(alloc: SlurmAllocation) -> tuple[Directive, ...]:
         Directive("partition", alloc.partition),
         Directive("account", alloc.account),
         Directive("time", alloc.time_limit),
-        Directive("nodes", str(alloc.nodes)),
-        Directive("ntasks", str(alloc.ntasks)),
-        Directive("ntasks-per-node", str(alloc.ntasks_per_node)),
+        Directive("nodes", str(alloc.tasks.nodes)),
+        Directive("ntasks", str(alloc.tasks.ntasks)),
+        Directive("ntasks-per-node", str(alloc.tasks.ntasks_per_node)),
     ]
     if alloc.gres:
         lines.append(Directive("gres", alloc.gres))
@@ -87,44 +80,24 @@ def directives(alloc: SlurmAllocation) -> tuple[Directive, ...]:
 _DASH_L = SrunOption("-l")
 _KILL_ON_BAD_EXIT = SrunOption("--kill-on-bad-exit", Word.of("1"))
 _CLEAR_MPI_ENV = ClearEnv(MPI_ENV_PREFIXES, MPI_ENV_KEEP)
-#: ``(option, value) -> SrunOption`` for the task counts and ``--mpi``: few distinct
-#: values, so each option node (and its rendered text) is made once.
-_SHAPE_OPTIONS: dict[tuple[str, str], SrunOption] = {}
-#: ``(clear_mpi_env, id(body)) -> (body, word)``, the word being the ``bash -c``
-#: argument: workflows reuse their step bodies, so each is rendered once (the entry
-#: keeps the body alive, so its id cannot be reused while it is cached).
-_STEP_SCRIPTS: dict[tuple[bool, int], tuple[tuple[Statement, ...], Word]] = {}
-_CACHE_LIMIT = 1024
 
 
-def _shape_option(name: str, value: str) -> SrunOption:
-    option = _SHAPE_OPTIONS.get((name, value))
-    if option is None:
-        if len(_SHAPE_OPTIONS) >= _CACHE_LIMIT:
-            _SHAPE_OPTIONS.clear()
-        option = _SHAPE_OPTIONS[name, value] = SrunOption(name, Word.of(value))
-    return option
+def _option(name: str, value: str) -> SrunOption:
+    return SrunOption(name, Word.of(value))
 
 
 def _step_script(step: Step) -> Word:
-    key = (step.clear_mpi_env, id(step.body))
-    entry = _STEP_SCRIPTS.get(key)
-    if entry is None or entry[0] is not step.body:
-        body: tuple[Statement, ...] = step.body
-        if step.clear_mpi_env:
-            body = (_CLEAR_MPI_ENV, *body)
-        if len(_STEP_SCRIPTS) >= _CACHE_LIMIT:
-            _STEP_SCRIPTS.clear()
-        entry = _STEP_SCRIPTS[key] = (step.body, Word((ScriptText(body),)))
-    return entry[1]
+    """The ``bash -c`` argument of a step."""
+    body = (_CLEAR_MPI_ENV, *step.body) if step.clear_mpi_env else step.body
+    return Word((ScriptText(body),))
 
 
 def _container_options(container: Container) -> tuple[SrunOption, ...]:
     return (
-        SrunOption("--container-image", Word.of(container.image)),
-        SrunOption("--container-name", Word.of(container.name)),
-        SrunOption("--container-mounts", Word.of(container.mounts)),
-        SrunOption("--container-workdir", Word.of(container.workdir)),
+        _option("--container-image", container.image),
+        _option("--container-name", container.name),
+        _option("--container-mounts", container.mounts),
+        _option("--container-workdir", container.workdir),
         _KILL_ON_BAD_EXIT,
     )
 
@@ -133,12 +106,12 @@ def _srun(step: Step, container_options: tuple[SrunOption, ...]) -> Srun:
     shape = step.shape
     options = [
         _DASH_L,
-        _shape_option("--nodes", str(shape.nodes)),
-        _shape_option("--ntasks", str(shape.ntasks)),
-        _shape_option("--ntasks-per-node", str(shape.ntasks_per_node)),
+        _option("--nodes", str(shape.nodes)),
+        _option("--ntasks", str(shape.ntasks)),
+        _option("--ntasks-per-node", str(shape.ntasks_per_node)),
     ]
     if shape.mpi:
-        options.append(_shape_option("--mpi", shape.mpi))
+        options.append(_option("--mpi", shape.mpi))
     payload = Command((_BASH, _DASH_C, _step_script(step), _STEP, *[to_word(a) for a in step.args]))
     return Srun((*options, *container_options), payload)
 
@@ -161,16 +134,6 @@ def _echo(*parts: str | Var | Subst) -> Run:
 _STARTED = _echo("Job ", _JOB_ID, " started at ", _DATE, " on ", Subst(Command.of("hostname")))
 _FINISHED = _echo("Job ", _JOB_ID, " finished at ", _DATE, " with exit code ", Var(STATUS))
 _EXIT = Exit(Word.of(Var(STATUS)))
-_COMMENTS: dict[str, Comment] = {}
-
-
-def _comment(text: str) -> Comment:
-    comment = _COMMENTS.get(text)
-    if comment is None:
-        if len(_COMMENTS) >= _CACHE_LIMIT:
-            _COMMENTS.clear()
-        comment = _COMMENTS[text] = Comment(text)
-    return comment
 
 
 def job_body(
@@ -182,41 +145,33 @@ def job_body(
     body += [_BLANK, _STARTED, _STATUS_ZERO]
     container_options = _container_options(container)
     for step in plan.steps:
-        run = (_comment(step.label), _srun(step, container_options), _STATUS_FROM_STEP)
+        run = (Comment(step.label), _srun(step, container_options), _STATUS_FROM_STEP)
         body += [_BLANK, If(_STATUS_OK, run)]
     body += [_BLANK, _FINISHED, _EXIT]
     return tuple(body)
 
 
+@dataclass(frozen=True)
 class SlurmScenario(Scenario):
-    """Shared by local and remote Slurm: paths differ, the script shape does not."""
+    """Local and remote Slurm: the script shape is the same, ``name`` and the paths
+    in ``allocation`` and ``container`` differ. ``models_root`` is exported as
+    ``LLM_MODELS_ROOT`` before the workflow's own variables."""
 
-    name: ClassVar[str] = "slurm"
-
-    def __init__(
-        self,
-        allocation: SlurmAllocation,
-        container: Container,
-        *,
-        exports: tuple[tuple[str, str], ...] = (),
-        header: tuple[str, ...] = (),
-    ) -> None:
-        self.allocation = allocation
-        self.container = container
-        self.exports = exports
-        self.header = header
+    name: str
+    allocation: SlurmAllocation
+    container: Container
+    models_root: str
+    header: tuple[str, ...] = ()
 
     def assemble(self, plan: WorkflowPlan) -> SbatchScript:
+        exports = (("LLM_MODELS_ROOT", self.models_root),)
         return SbatchScript(
             directives=directives(self.allocation),
-            header=tuple([_comment(line) for line in self.header]),
-            body=job_body(plan, self.container, self.exports),
+            header=tuple(Comment(line) for line in self.header),
+            body=job_body(plan, self.container, exports),
         )
 
 
-class LocalSlurm(SlurmScenario):
-    name = "local_slurm"
-
-
-class RemoteSlurm(SlurmScenario):
-    name = "remote_slurm"
+#: The two Slurm scenarios, differing by name (and the paths their callers pass).
+LocalSlurm = partial(SlurmScenario, "local_slurm")
+RemoteSlurm = partial(SlurmScenario, "remote_slurm")

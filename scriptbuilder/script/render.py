@@ -9,14 +9,12 @@ Quoting rules, applied by construction:
 * ``#SBATCH`` values are written in the form sbatch's own directive parser
   reads: bare when safe, otherwise in double quotes with ``\\`` and ``"``
   escaped by a backslash.
-
-Speed: tree nodes are immutable, so a node's text is computed once and kept in
-the node (``_memo``): words, commands, ``srun`` options, ``bash -c`` bodies and
-block statements. Nodes shared between scripts (the constant parts the
-scenarios and workflows build once) are therefore rendered once per process.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from scriptbuilder.script.tree import (
     Assign,
@@ -43,11 +41,7 @@ from scriptbuilder.script.tree import (
     Word,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
-
     from scriptbuilder.script.tree import Part
 
 _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
@@ -114,10 +108,7 @@ def _render_var(var: Var) -> str:
 
 
 def _script_text(part: ScriptText) -> str:
-    text: str | None = part._memo
-    if text is None:
-        text = part._memo = render_inline(part.body)
-    return text
+    return render_inline(part.body)
 
 
 def _literal_text(parts: tuple[Part, ...]) -> str | None:
@@ -142,10 +133,7 @@ def render_word(word: Word, *, command_name: bool = False) -> str:
         text = _literal_text(word.parts)
         if text is not None and ("=" in text or text in _RESERVED or text.startswith("%")):
             return "'" + text.replace("'", "'\\''") + "'"
-    memo: str | None = word._memo
-    if memo is None:
-        memo = word._memo = _word_text(word)
-    return memo
+    return _word_text(word)
 
 
 def _word_text(word: Word) -> str:
@@ -171,27 +159,15 @@ def _word_text(word: Word) -> str:
 
 
 def render_command(command: Command) -> str:
-    memo: str | None = command._memo
-    if memo is None:
-        first, *rest = command.argv
-        memo = command._memo = " ".join(
-            [render_word(first, command_name=True), *[render_word(w) for w in rest]]
-        )
-    return memo
+    first, *rest = command.argv
+    return " ".join([render_word(first, command_name=True), *[render_word(w) for w in rest]])
 
 
 def render_option(option: SrunOption) -> str:
-    memo: str | None = option._memo
-    if memo is None:
-        value = option.value
-        if value is None:
-            memo = quote_literal(option.name)
-        elif len(value.parts) == 1 and isinstance(value.parts[0], Lit):
-            memo = quote_literal(option.name + "=" + value.parts[0].text)
-        else:
-            memo = render_word(Word((Lit(option.name + "="), *value.parts)))
-        option._memo = memo
-    return memo
+    value = option.value
+    if value is None:
+        return quote_literal(option.name)
+    return render_word(Word((Lit(option.name + "="), *value.parts)))
 
 
 def render_directive(directive: Directive) -> str:
@@ -276,22 +252,17 @@ _BLOCK: dict[type, Callable[[Any], list[str]]] = {
 }
 
 
-def _statement_lines(node: Statement) -> tuple[str, ...]:
-    """The lines of a statement at block level (kept in the node once rendered)."""
-    memo: tuple[str, ...] | None = node._memo
-    if memo is None:
-        if node.__class__ is Subshell:
-            lines = _inline_lines(node)
-        else:
-            block = _BLOCK.get(node.__class__)
-            if block is None:
-                raise TypeError(f"not a statement node: {node!r}")
-            lines = block(node)
-        memo = node._memo = tuple(lines)
-    return memo
+def _statement_lines(node: Statement) -> list[str]:
+    """The lines of a statement at block level."""
+    if isinstance(node, Subshell):
+        return _inline_lines(node)
+    block = _BLOCK.get(type(node))
+    if block is None:
+        raise TypeError(f"not a statement node: {node!r}")
+    return block(node)
 
 
-def _inline_lines(node: Statement) -> list[str] | tuple[str, ...]:
+def _inline_lines(node: Statement) -> list[str]:
     if isinstance(node, If):
         inner = [line for child in node.body for line in _inline_lines(child)]
         return [f"if {render_command(node.test)}; then {'; '.join(inner)}; fi"]

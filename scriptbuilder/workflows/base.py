@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import ClassVar
 
 from scriptbuilder.job.plan import Step, TaskShape, WorkflowPlan
+from scriptbuilder.resolution.mpi import clears_mpi_env
 from scriptbuilder.script.tree import Command, If, Run, Statement, Var
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import ClassVar
 
 LLMAPI_LAUNCH = "trtllm-llmapi-launch"
 
-# Step bodies are immutable trees built once: every job shares them, so each is
-# rendered once per process (see scriptbuilder.script.render).
 _RUN_USER_COMMAND: tuple[Statement, ...] = (Run(Command.of("eval", Var("1"))),)
 _RUN_UNDER_LAUNCHER: tuple[Statement, ...] = (
     Run(Command.of(LLMAPI_LAUNCH, "bash", "-c", Var("1"), "workload")),
@@ -26,19 +22,25 @@ INSTALL_BODY: tuple[Statement, ...] = (
 )
 
 
-def run_user_command() -> tuple[Statement, ...]:
-    """Run ``$1`` as a shell command line, exactly as the user wrote it."""
-    return _RUN_USER_COMMAND
-
-
-def run_user_command_under_launcher() -> tuple[Statement, ...]:
-    """Run ``$1`` as a shell command line under ``trtllm-llmapi-launch``."""
-    return _RUN_UNDER_LAUNCHER
-
-
 def starts_with_launcher(command: str) -> bool:
     first = command.lstrip().split(maxsplit=1)
     return bool(first) and first[0].rsplit("/", 1)[-1] == LLMAPI_LAUNCH
+
+
+def user_command_step(
+    label: str, command: str, shape: TaskShape, *, launcher: bool = False
+) -> Step:
+    """A step running ``command`` as a shell command line, exactly as the user wrote
+    it (passed as ``$1``); with ``launcher``, under ``trtllm-llmapi-launch`` when the
+    step has several tasks and the command does not start with it already."""
+    wrap = launcher and shape.ntasks > 1 and not starts_with_launcher(command)
+    return Step(
+        label=label,
+        body=_RUN_UNDER_LAUNCHER if wrap else _RUN_USER_COMMAND,
+        shape=shape,
+        args=(command,),
+        clear_mpi_env=clears_mpi_env(shape),
+    )
 
 
 class Workflow(ABC):
@@ -81,10 +83,6 @@ class Workflow(ABC):
         return WorkflowPlan(
             env=self.env(), steps=(self.install_step(shape), *self.workload_steps(shape))
         )
-
-
-def single_node_without_mpi(shape: TaskShape) -> bool:
-    return shape.nodes == 1 and shape.mpi is None
 
 
 def optional_requirements(path: str) -> If:

@@ -3,13 +3,7 @@
 from __future__ import annotations
 
 from scriptbuilder.job.plan import Step, TaskShape
-from scriptbuilder.workflows.base import (
-    Workflow,
-    run_user_command,
-    run_user_command_under_launcher,
-    single_node_without_mpi,
-    starts_with_launcher,
-)
+from scriptbuilder.workflows.base import Workflow, user_command_step
 
 
 class BenchWorkflow(Workflow):
@@ -25,26 +19,8 @@ class BenchWorkflow(Workflow):
         self.run_cmd = run_cmd
 
     def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:
-        steps = []
-        if self.prep_cmd:
-            one = TaskShape()
-            steps.append(
-                Step(
-                    label="prepare the dataset",
-                    body=run_user_command(),
-                    shape=one,
-                    args=(self.prep_cmd,),
-                    clear_mpi_env=True,
-                )
-            )
-        multi = shape.ntasks > 1 and not starts_with_launcher(self.run_cmd)
-        steps.append(
-            Step(
-                label="run the benchmark",
-                body=run_user_command_under_launcher() if multi else run_user_command(),
-                shape=shape,
-                args=(self.run_cmd,),
-                clear_mpi_env=single_node_without_mpi(shape),
-            )
-        )
-        return tuple(steps)
+        run = user_command_step("run the benchmark", self.run_cmd, shape, launcher=True)
+        if not self.prep_cmd:
+            return (run,)
+        # One task on one node, without MPI.
+        return (user_command_step("prepare the dataset", self.prep_cmd, TaskShape()), run)

@@ -2,37 +2,35 @@
 
 from __future__ import annotations
 
-from scriptbuilder.job.plan import Step, TaskShape
-from scriptbuilder.script.tree import Command, Run, Statement, Var
-from scriptbuilder.workflows.base import Workflow, single_node_without_mpi
+from dataclasses import KW_ONLY, dataclass
+from pathlib import Path
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from pathlib import Path
+from scriptbuilder.inputs.file_cache import load
+from scriptbuilder.job.plan import Step, TaskShape
+from scriptbuilder.resolution.mpi import clears_mpi_env
+from scriptbuilder.script.tree import Command, Run, Statement, Var
+from scriptbuilder.workflows.base import Workflow
 
 RUN_SCRIPT_NAME = "slurm_run_custom.sh"
-# Built once: every custom job shares these step bodies (rendered once per process).
 _RUN_PACKAGED: tuple[Statement, ...] = (Run(Command.of("bash", "-c", Var("1"), RUN_SCRIPT_NAME)),)
 _RUN_FILE: tuple[Statement, ...] = (Run(Command.of("bash", Var("1"))),)
 
 
 def packaged_run_script_path() -> Path:
     """The run script shipped with scriptbuilder."""
-    from pathlib import Path  # not at import: the drop-in CLI starts faster without it
-
     return Path(__file__).resolve().parent.parent / "data" / RUN_SCRIPT_NAME
 
 
-_PACKAGED_TEXT: list[str] = []
+def _read_text(path: str) -> str:
+    return Path(path).read_text(encoding="utf-8")
 
 
 def packaged_run_script() -> str:
-    """The packaged run script's text (read once)."""
-    if not _PACKAGED_TEXT:
-        _PACKAGED_TEXT.append(packaged_run_script_path().read_text(encoding="utf-8"))
-    return _PACKAGED_TEXT[0]
+    """The packaged run script's text."""
+    return load(packaged_run_script_path(), _read_text)
 
 
+@dataclass(frozen=True)
 class CustomWorkflow(Workflow):
     """Exports ``CUSTOM_COMMAND``, ``CUSTOM_ENV``, ``CUSTOM_WORKDIR`` and ``llmSrcNode``.
 
@@ -46,20 +44,12 @@ class CustomWorkflow(Workflow):
     job_suffix = "custom"
     success_patterns = ("Custom command finished with exit code 0",)
 
-    def __init__(
-        self,
-        custom_cmd: str,
-        *,
-        custom_env: str = "",
-        custom_workdir: str,
-        project_path: str,
-        run_script: str | None = None,
-    ) -> None:
-        self.custom_cmd = custom_cmd
-        self.custom_env = custom_env
-        self.custom_workdir = custom_workdir
-        self.project_path = project_path
-        self.run_script = run_script
+    custom_cmd: str
+    _: KW_ONLY
+    custom_env: str = ""
+    custom_workdir: str
+    project_path: str
+    run_script: str | None = None
 
     def env(self) -> tuple[tuple[str, str], ...]:
         return (
@@ -83,6 +73,6 @@ class CustomWorkflow(Workflow):
                 body=body,
                 args=args,
                 shape=shape,
-                clear_mpi_env=single_node_without_mpi(shape),
+                clear_mpi_env=clears_mpi_env(shape),
             ),
         )

@@ -8,10 +8,7 @@ from scriptbuilder.workflows.base import (
     INSTALL_BODY,
     Workflow,
     optional_requirements,
-    run_user_command,
-    run_user_command_under_launcher,
-    single_node_without_mpi,
-    starts_with_launcher,
+    user_command_step,
 )
 
 EVAL_REQUIREMENTS = "examples/trtllm-eval/requirements.txt"
@@ -33,13 +30,4 @@ class EvalWorkflow(Workflow):
         return _EVAL_INSTALL_BODY
 
     def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:
-        multi = shape.ntasks > 1 and not starts_with_launcher(self.eval_cmd)
-        return (
-            Step(
-                label="run the evaluation",
-                body=run_user_command_under_launcher() if multi else run_user_command(),
-                shape=shape,
-                args=(self.eval_cmd,),
-                clear_mpi_env=single_node_without_mpi(shape),
-            ),
-        )
+        return (user_command_step("run the evaluation", self.eval_cmd, shape, launcher=True),)

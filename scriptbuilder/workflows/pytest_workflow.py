@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from scriptbuilder.job.plan import Step, TaskShape
-from scriptbuilder.workflows.base import Workflow, run_user_command, single_node_without_mpi
+from scriptbuilder.workflows.base import Workflow, user_command_step
 
 
 class PytestWorkflow(Workflow):
@@ -14,12 +14,4 @@ class PytestWorkflow(Workflow):
         self.test_cmd = test_cmd
 
     def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:
-        return (
-            Step(
-                label="run the tests",
-                body=run_user_command(),
-                shape=shape,
-                args=(self.test_cmd,),
-                clear_mpi_env=single_node_without_mpi(shape),
-            ),
-        )
+        return (user_command_step("run the tests", self.test_cmd, shape),)
