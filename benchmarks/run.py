@@ -589,16 +589,15 @@ def write_test_file(path: Path, lines: int) -> str:
 
 
 def _cold(inspect: Any, cmd: str) -> Any:
-    """``inspect(cmd, [])`` with test_inspect's caches emptied first."""
-    from scriptbuilder.inputs import test_inspect
+    """``inspect(cmd, [])`` with the file cache emptied first."""
+    from scriptbuilder.inputs import file_cache
 
-    test_inspect._FILES.__init__()  # type: ignore[misc]
-    test_inspect._recent_ids.clear()
+    file_cache.clear()
     return inspect(cmd, [])
 
 
 def bench_inspection(cfg: Config) -> list[Row]:
-    from scriptbuilder.inputs.test_inspect import required_devices
+    from scriptbuilder.inputs.tests import required_devices
 
     rows = []
     with _scratch("scriptbuilder-bench-tests-") as root:

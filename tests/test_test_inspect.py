@@ -1,4 +1,4 @@
-"""scriptbuilder.inputs.test_inspect: GPU requirements read from TensorRT-LLM-like test files."""
+"""scriptbuilder.inputs.tests: GPU requirements read from TensorRT-LLM-like test files."""
 
 from __future__ import annotations
 
@@ -11,14 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from scriptbuilder.inputs import test_inspect
-from scriptbuilder.inputs.test_inspect import (
+from scriptbuilder.inputs import file_cache
+from scriptbuilder.inputs import tests as tests_package
+from scriptbuilder.inputs.tests import (
     DeviceRequirement,
     TestId,
     is_perf_sanity,
+    outline,
     parse_test_ids,
     required_devices,
 )
+from scriptbuilder.inputs.tests.outline import Scope, TestModule
 
 REPO = Path(__file__).parent / "data" / "trtllm_repo"
 ROOTS = [REPO / "tests/integration/defs", REPO / "tests/unittest", REPO, REPO / "tests"]
@@ -27,14 +30,18 @@ AR = "_torch/multi_gpu/test_allreduce.py"
 MOE = "tests/unittest/_torch/test_moe.py"
 
 
-@pytest.fixture
+@pytest.fixture(name="outline_only")
+def outline_only_fixture(monkeypatch: pytest.MonkeyPatch) -> None:
+    outline_only(monkeypatch)
+
+
 def outline_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail if the whole-file ast fallback is used: the outline must suffice."""
 
-    def refuse(text: str, filename: str) -> test_inspect._Scope:
-        raise AssertionError(f"whole-file parse of {filename}")
+    def refuse(self: TestModule) -> Scope:
+        raise AssertionError(f"whole-file parse of {self.filename}")
 
-    monkeypatch.setattr(test_inspect, "_ast_module", refuse)
+    monkeypatch.setattr(TestModule, "parse_whole", refuse)
 
 
 # ---------------------------------------------------------------- parsing
@@ -82,7 +89,7 @@ def outline_only(monkeypatch: pytest.MonkeyPatch) -> None:
         ("mpirun -n 2 /usr/bin/pytest a/test_x.py > out.py", [TestId("a/test_x.py")]),
         ("python3 scripts/run_one.py", [TestId("scripts/run_one.py")]),
         ('pytest "a/test_x.py::test_f[a b]"', [TestId("a/test_x.py", None, "test_f", "a b")]),
-        ("pytest -c pytest.ini tests/", []),
+        ("pytest -c pytest.ini tests/", [TestId("tests", folder=True)]),
         ("pytest 'unterminated", []),
         ("", []),
     ],
@@ -186,8 +193,10 @@ CASES = [
 
 @pytest.mark.parametrize(("selector", "devices", "source"), CASES, ids=[c[0] for c in CASES])
 def test_required_devices(
-    outline_only: None, selector: str, devices: int | None, source: str | None
+    request: pytest.FixtureRequest, selector: str, devices: int | None, source: str | None
 ) -> None:
+    if "::" in selector:  # a whole file is parsed whole; anything narrower is not
+        request.getfixturevalue("outline_only")
     result = required_devices(f"pytest -v {selector} --timeout 3600", ROOTS)
     if devices is None:
         assert result.requirement is None
@@ -297,13 +306,15 @@ def test_file_is_read_once_and_again_only_when_changed(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     reads: list[str] = []
-    original = test_inspect.read_source
+    original = outline.read_module
 
-    def counting(path: str) -> str:
+    def counting(path: str) -> TestModule:
         reads.append(path)
         return original(path)
 
-    monkeypatch.setattr(test_inspect, "read_source", counting)
+    monkeypatch.setattr(outline, "read_module", counting)
+    monkeypatch.setattr(tests_package, "read_module", counting)
+    file_cache.clear()
     test_file = tmp_path / "test_cached.py"
     test_file.write_text(
         "import pytest\n\n@pytest.mark.skip_less_device(2)\ndef test_a():\n    pass\n"
@@ -490,7 +501,7 @@ def _big_test_file(path: Path, lines: int) -> str:
     return f"TestModel{i - 1}::test_case_{i - 1}"
 
 
-def test_large_file_is_fast(outline_only: None, tmp_path: Path) -> None:
+def test_large_file_is_fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     path = tmp_path / "test_big.py"
     target = _big_test_file(path, 10_000)
     assert len(path.read_text().splitlines()) >= 10_000
@@ -503,6 +514,10 @@ def test_large_file_is_fast(outline_only: None, tmp_path: Path) -> None:
         ("whole file", "", 8),
     ]:
         cmd = f"pytest {path}::{selector}" if selector else f"pytest {path}"
+        if selector:
+            outline_only(monkeypatch)
+        else:
+            monkeypatch.undo()
         start = time.perf_counter()
         result = required_devices(cmd, [])
         timings[label] = time.perf_counter() - start

@@ -34,3 +34,8 @@ def load(path: str | os.PathLike[str], parse: Callable[[str], T]) -> T:
         _cache.clear()
     _cache[key] = (stamp, value)
     return value
+
+
+def clear() -> None:
+    """Forget every cached value (benchmarks measure cold reads with it)."""
+    _cache.clear()

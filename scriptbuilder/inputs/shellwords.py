@@ -19,11 +19,9 @@ them.
 from __future__ import annotations
 
 import re
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from typing import Final, Literal
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 __all__ = [
     "ShellSyntaxError",
@@ -43,6 +41,7 @@ class ShellSyntaxError(ValueError):
         self.position = position
 
 
+@dataclass(frozen=True, slots=True)
 class Token:
     """One word or operator of a command.
 
@@ -50,38 +49,13 @@ class Token:
     ``--model=a b``); expansions such as ``$HOME`` or ``$(cmd)`` are kept as
     their raw text and make ``literal`` false.  For operators ``value`` is the
     operator text (a newline is the operator ``"\\n"``).
-
-    An immutable value like a frozen dataclass, written out because the drop-in
-    CLI imports this module: defining a dataclass costs milliseconds at start-up.
     """
 
-    __slots__ = ("end", "kind", "literal", "start", "value")
-
-    def __init__(
-        self, value: str, start: int, end: int, kind: Literal["word", "op"], literal: bool = True
-    ) -> None:
-        self.value: Final = value
-        self.start: Final = start
-        self.end: Final = end
-        self.kind: Final = kind
-        self.literal: Final = literal
-
-    def _values(self) -> tuple[str, int, int, str, bool]:
-        return (self.value, self.start, self.end, self.kind, self.literal)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not Token:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        return (
-            f"Token(value={self.value!r}, start={self.start!r}, end={self.end!r}, "
-            f"kind={self.kind!r}, literal={self.literal!r})"
-        )
+    value: str
+    start: int
+    end: int
+    kind: Literal["word", "op"]
+    literal: bool = True
 
 
 # Longest first, so that the first match is the one bash takes.

@@ -54,7 +54,7 @@ class SubmitPlan:
 
 def wants_perf_path(ctx: Context) -> bool:
     """perf_sanity/benchmark, or a pytest request that is a perf-sanity run."""
-    from scriptbuilder.inputs.test_inspect import is_perf_sanity
+    from scriptbuilder.inputs.tests import is_perf_sanity
 
     req = ctx.request
     if req.workflow_type in ("perf_sanity", "benchmark"):
@@ -65,7 +65,7 @@ def wants_perf_path(ctx: Context) -> bool:
 
 
 def _perf_test_id(test_cmd: str) -> str | None:
-    from scriptbuilder.inputs.test_inspect import parse_test_ids
+    from scriptbuilder.inputs.tests import parse_test_ids
 
     for test_id in parse_test_ids(test_cmd):
         if "test_perf_sanity" in test_id.path:

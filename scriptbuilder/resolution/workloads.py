@@ -121,7 +121,7 @@ def _search_roots(repo_root: str | None) -> list[str]:
 
 
 def resolve_pytest(ctx: Context, cap: Capacity) -> Workload:
-    from scriptbuilder.inputs.test_inspect import required_devices
+    from scriptbuilder.inputs.tests import required_devices
     from scriptbuilder.workflows.pytest_workflow import PytestWorkflow
 
     req, trace = ctx.request, ctx.trace

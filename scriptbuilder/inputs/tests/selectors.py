@@ -1,0 +1,203 @@
+"""The test selectors of a pytest command line, read with the shared shell tokenizer.
+
+* The command is cut into simple commands (:func:`shellwords.simple_commands`:
+  ``&&``, ``||``, ``;``, ``|``, newlines; redirections and their targets
+  dropped).  When some of them run pytest (a ``pytest`` word, also
+  ``python -m pytest``), only those are searched, so ``| tee log.py`` is not
+  a selector.
+* In a pytest command every word that is not an option, an option's value
+  (``-k EXPR``, ``--deselect ID``...) or an environment assignment is a
+  selector, as pytest reads it: ``path.py``, ``path.py::Class::func[case]`` or
+  a folder.  A word after an option this module does not know is taken as
+  that option's value unless it names a ``.py`` file.  In other commands only
+  words whose part before ``::`` ends in ``.py`` count.
+* ``cd DIR`` makes later relative selectors be read under ``DIR``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from scriptbuilder.inputs.shellwords import ShellSyntaxError, simple_commands, tokenize
+
+_PERF_SANITY_MARKERS = ("perf-sanity", "perf_sanity", "test_perf_sanity.py")
+
+# Options (pytest, python, TensorRT-LLM conftest) whose value is the next word.
+_VALUE_OPTIONS = frozenset(
+    {
+        "-k", "-m", "-p", "-o", "-c", "-W", "-n", "-F", "-S", "-O", "-P", "-R",
+        "--timeout", "--timeout-method", "--junitxml", "--junit-xml", "--basetemp",
+        "--rootdir", "--confcutdir", "--deselect", "--ignore", "--ignore-glob",
+        "--log-file", "--log-level", "--durations", "--maxfail", "--tb", "--reruns",
+        "--import-mode", "--override-ini", "--capture", "--dist", "--cov",
+        "--cov-report", "--splits", "--group", "--test-list", "--waives-file",
+        "--output-dir", "--test-prefix", "--regexp", "--perf-log-formats",
+        "--workspace", "--ws", "--test-model-suites", "--periodic-interval",
+        "--periodic-batch-size", "--html",
+    }
+)  # fmt: skip
+# Options of pytest (and its common plugins) that take no value.
+_FLAG_OPTIONS = frozenset(
+    {
+        "-v", "-vv", "-vvv", "-q", "-qq", "-s", "-x", "-l", "-r", "-ra", "-rA", "-h",
+        "--verbose", "--quiet", "--exitfirst", "--lf", "--ff", "--nf", "--sw",
+        "--last-failed", "--failed-first", "--new-first", "--stepwise", "--co",
+        "--collect-only", "--showlocals", "--disable-warnings", "--strict-markers",
+        "--strict", "--runxfail", "--no-header", "--no-summary", "--setup-show",
+        "--cache-clear", "--forked", "--help", "--version", "--full-trace", "--pdb",
+        "--continue-on-collection-errors", "--capture=no",
+    }
+)  # fmt: skip
+_FLAG_LETTERS = frozenset("vqsxlrh")
+_CWD_PREFIX = re.compile(r"^(?:\$\{?\w+\}?|~)/*")
+
+
+@dataclass(frozen=True)
+class TestId:
+    """One pytest selector: ``path[::cls][::func][[case]]``, or a folder.
+
+    ``cls`` may hold nested classes joined by ``::``.  ``cwd`` is the directory
+    given to a preceding ``cd`` in the command, if any.  ``folder`` is True for
+    a selector without ``.py`` (a folder, as pytest reads it).
+    """
+
+    __test__: ClassVar[bool] = False  # not a pytest test class
+
+    path: str
+    cls: str | None = None
+    func: str | None = None
+    case: str | None = None
+    cwd: str | None = None
+    folder: bool = False
+
+    def __str__(self) -> str:
+        text = self.path
+        if self.cls:
+            text += f"::{self.cls}"
+        if self.func:
+            text += f"::{self.func}"
+        if self.case is not None:
+            text += f"[{self.case}]"
+        return text
+
+
+@dataclass(frozen=True)
+class PytestCommand:
+    """What a test command selects: its selectors, ``-m`` expressions, and whether it ``cd``s."""
+
+    ids: list[TestId] = field(default_factory=list)
+    mark_exprs: list[str] = field(default_factory=list)
+    has_cd: bool = False
+
+
+def is_perf_sanity(test_cmd: str) -> bool:
+    """True when the command runs a perf-sanity test."""
+    return any(marker in test_cmd for marker in _PERF_SANITY_MARKERS)
+
+
+def _join_cwd(current: str | None, new: str) -> str | None:
+    if not posixpath.isabs(new):
+        new = _CWD_PREFIX.sub("", new)  # "$LLM_ROOT/tests/x" -> "tests/x"
+    if not new:
+        return current
+    if current is not None and not posixpath.isabs(new):
+        new = posixpath.join(current, new)
+    return posixpath.normpath(new)
+
+
+def _parse_selector(word: str, cwd: str | None, folders: bool) -> TestId | None:
+    head, _, rest = word.partition("::")
+    if "=" in head or "[" in head or not head:
+        return None
+    if not head.endswith(".py"):
+        if not folders or rest:
+            return None
+        return TestId(posixpath.normpath(head), cwd=cwd, folder=True)
+    case: str | None = None
+    if "[" in rest:
+        cut = rest.index("[")
+        case = rest[cut + 1 :]
+        case = case[:-1] if case.endswith("]") else case
+        rest = rest[:cut]
+    names = [name for name in rest.split("::") if name]
+    cls: str | None = None
+    func: str | None = None
+    if len(names) == 1:
+        if case is None and names[0][:1].isupper():
+            cls = names[0]
+        else:
+            func = names[0]
+    elif names:
+        cls = "::".join(names[:-1])
+        func = names[-1]
+    return TestId(posixpath.normpath(head), cls, func, case, cwd)
+
+
+def _is_pytest_word(word: str) -> bool:
+    return posixpath.basename(word) in ("pytest", "py.test")
+
+
+def parse_command(test_cmd: str) -> PytestCommand:
+    """The selectors of a test command, in order and without duplicates (see the module doc)."""
+    try:
+        tokens = tokenize(test_cmd)
+    except ShellSyntaxError:
+        return PytestCommand()
+    groups = [[t.value for t in group] for group in simple_commands(tokens)]
+    runs_pytest = [any(_is_pytest_word(w) for w in words) for words in groups]
+    with_pytest = any(runs_pytest)
+    found: list[TestId] = []
+    mark_exprs: list[str] = []
+    cwd: str | None = None
+    has_cd = False
+    for words, is_pytest in zip(groups, runs_pytest, strict=True):
+        if words[0] == "cd":
+            has_cd = True
+            if len(words) > 1:
+                cwd = _join_cwd(cwd, words[1])
+            continue
+        if with_pytest and not is_pytest:
+            continue
+        after_pytest = False  # past the pytest word: the words are pytest's arguments
+        pending: str | None = None  # an option waiting for its value
+        for word in words:
+            option, pending = pending, None
+            if option is not None and (
+                option in _VALUE_OPTIONS or not word.partition("::")[0].endswith(".py")
+            ):
+                if option == "-m" and after_pytest:
+                    mark_exprs.append(word)
+                after_pytest = after_pytest or _is_pytest_word(word)
+                continue
+            if _is_pytest_word(word) and not after_pytest:
+                after_pytest = True
+                continue
+            if word.startswith("-") and word != "-":
+                if after_pytest and word.startswith("-m") and len(word) > 2:
+                    mark_exprs.append(word[2:])
+                elif _takes_value(word, after_pytest):
+                    pending = word
+                continue
+            tid = _parse_selector(word, cwd, folders=after_pytest)
+            if tid is not None and tid not in found:
+                found.append(tid)
+    return PytestCommand(found, mark_exprs, has_cd)
+
+
+def _takes_value(option: str, of_pytest: bool) -> bool:
+    """Whether the word after ``option`` is its value (unknown pytest options: maybe)."""
+    if option in _VALUE_OPTIONS:
+        return True
+    if option in _FLAG_OPTIONS or "=" in option or not of_pytest:
+        return False
+    if not option.startswith("--"):
+        return not set(option[1:]) <= _FLAG_LETTERS
+    return True
+
+
+def parse_test_ids(test_cmd: str) -> list[TestId]:
+    """The selectors of ``test_cmd`` (see :func:`parse_command`)."""
+    return parse_command(test_cmd).ids
