@@ -107,8 +107,10 @@ def test_image_key_is_matched_exactly(build_env: BuildEnv) -> None:
 def test_image_from_real_properties_file(build_env: BuildEnv) -> None:
     real = Path(__file__).parent / "data" / "trtllm" / "current_image_tags.properties"
     (build_env.repo / PROPS).write_text(real.read_text())
-    image = spec(build_env.build(build_env.request()))["docker_image"]
-    assert image == ("urm.nvidia.com/sw-tensorrt-docker/tensorrt-llm-staging/tritondevel:" + X86)
+    data = spec(build_env.build(build_env.request()))
+    path = "sw-tensorrt-docker/tensorrt-llm-staging/tritondevel:" + X86
+    assert data["container_image"] == "urm.nvidia.com/" + path
+    assert data["docker_image"] == "urm.nvidia.com#" + path
 
 
 # ------------------------------------------------------------------ slurm_env

@@ -199,6 +199,14 @@ def test_syntax_error_fails(slurm_cluster: SlurmCluster, tmp_path: Path) -> None
         (["--container-mounts=/tmp:/tmp"], "without --container-image"),
         (["--container-image=img", "--container-mounts=/tmp:"], "invalid format"),
         (["--container-image=img", "--container-name=a/b"], "invalid name"),
+        (
+            ["--container-image=urm.nvidia.com/sw-tensorrt-docker/x:tag-1"],
+            "https://registry-1.docker.io/v2/urm.nvidia.com/sw-tensorrt-docker/x/manifests/tag-1"
+            " returned error code: 401",
+        ),
+        (["--container-image=localhost/x"], "registry-1.docker.io/v2/localhost/x/manifests/latest"),
+        (["--container-image=localhost:5000/x"], "Invalid image reference"),
+        (["--container-image=nvcr.io#nvidia/Upper"], "Invalid image reference"),
     ],
     ids=[
         "missing-mount-source",
@@ -208,6 +216,10 @@ def test_syntax_error_fails(slurm_cluster: SlurmCluster, tmp_path: Path) -> None
         "no-image",
         "empty-mount-destination",
         "slash-in-name",
+        "registry-without-hash",
+        "localhost-without-hash",
+        "registry-port-without-hash",
+        "upper-case-image",
     ],
 )
 def test_pyxis_checks_fail_the_step(
@@ -232,6 +244,31 @@ def test_pyxis_checks_fail_the_step(
         assert result.steps == []
     else:
         assert len(rejected) == 1 and message in rejected[0]["error"], result.steps
+
+
+ENROOT_IMAGES = [
+    "urm.nvidia.com#sw-tensorrt-docker/x:tag-1",
+    "localhost:5000#team/x",
+    "$oauthtoken@nvcr.io#nvidia/pytorch:24.01-py3",
+    "nvidia/cuda:12.4.0-base",
+    "ubuntu",
+]
+
+
+@pytest.mark.parametrize("image", ENROOT_IMAGES)
+def test_pyxis_accepts_enroot_image_references(
+    slurm_cluster: SlurmCluster, tmp_path: Path, image: str
+) -> None:
+    srun = shlex.join(["srun", "--ntasks=1", f"--container-image={image}", "record-argv", "ran"])
+    script = write_script(
+        tmp_path / "good_image.sh",
+        f"{srun}\n",
+        directives=standard_directives(tmp_path, "harness_image"),
+    )
+    result = slurm_cluster.submit(script)
+    assert result.ok, result.describe()
+    assert [r["argv"][1:] for r in result.tool_records()] == [["ran"]]
+    assert [s["container_image"] for s in result.steps] == [image]
 
 
 def test_test_only_accepts_valid_rejects_bad_partition(

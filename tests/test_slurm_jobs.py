@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from tests.build_env import make_build_env
+from tests.build_env import REAL_FILES, make_build_env
 from tests.quoting_corpus import CORPUS, CORPUS_ENV, Case
 from tests.script_runner import run_compat
 from tests.slurm_cluster.cluster import JobResult, JobTimeout, SlurmCluster
@@ -558,7 +558,12 @@ API_COMMANDS: dict[str, dict[str, Any]] = {
 
 @pytest.mark.parametrize("workflow", WORKFLOWS)
 def test_build_api_script_runs(slurm_cluster: SlurmCluster, tmp_path: Path, workflow: str) -> None:
+    """The image comes from TensorRT-LLM's real properties file (a registry image), so
+    the job runs only if pyxis gets it in enroot's REGISTRY#IMAGE form."""
     env = make_build_env(tmp_path)
+    (env.repo / "jenkins" / "current_image_tags.properties").write_text(
+        (REAL_FILES / "current_image_tags.properties").read_text()
+    )
     slurm_env = cluster_slurm_env(slurm_cluster)
     env.slurm_env(**slurm_env)
     assert slurm_cluster.partitions["gpu"] in {p["name"] for p in slurm_env["partitions"]}
@@ -630,6 +635,9 @@ def test_build_api_script_runs(slurm_cluster: SlurmCluster, tmp_path: Path, work
             assert_env_cleared(rec, result)
     assert spec["container_name"], spec
     assert_install_first(result, workflow, spec["container_name"])
+    images = {s["container_image"] for s in result.steps if s["container_image"]}
+    assert images == {spec["docker_image"]}, result.steps
+    assert spec["docker_image"].startswith("urm.nvidia.com#"), spec
 
 
 # ----- 5. persistent mode: bash inside an salloc -------------------------------------------------

@@ -25,6 +25,7 @@ import sys
 from scriptbuilder import __version__
 from scriptbuilder.cli.console import echo, run_click, run_outside_click
 from scriptbuilder.errors import BuildError
+from scriptbuilder.inputs.image_ref import enroot_form
 from scriptbuilder.job.builder import JobBuilder
 from scriptbuilder.job.plan import Container, SlurmAllocation, TaskShape
 from scriptbuilder.resolution.mpi import step_mpi
@@ -160,7 +161,7 @@ def _emit(subcommand: str, workflow: Workflow, opts: Opts) -> None:
         log_dir=opts["log_dir"],
     )
     container = Container(
-        image=opts["docker_image"],
+        image=enroot_form(opts["docker_image"]),
         name=opts["container_name"] or f"{model}_{subcommand}",
         mounts=opts["container_mounts"],
         workdir=opts["container_workdir"] or opts["project_path"],

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from scriptbuilder import __version__
+from scriptbuilder.inputs.image_ref import docker_form
 from scriptbuilder.job.builder import JobBuilder
 from scriptbuilder.job.plan import Container, SlurmAllocation, TaskShape
 from scriptbuilder.outputs.built_job import BuiltJob, OutputFile, SubmitRun
@@ -52,6 +53,7 @@ def _job_spec(ctx: Context, **fields: Any) -> dict[str, Any]:
     """The fields every scenario shares, plus the scenario's own."""
     remote = ctx.is_remote
     return job_spec_document(
+        container_image=docker_form(fields["docker_image"]),
         generator=GENERATOR,
         execution_scenario=ctx.request.execution_scenario,
         slurm_env=ctx.slurm_env_raw,

@@ -34,7 +34,11 @@ class JobSpec(BaseModel):
     workflow_type: str
     model_name: str
     execution_scenario: str
-    docker_image: str
+    docker_image: str = Field(
+        description="The image as the script uses it: enroot's REGISTRY#IMAGE for pyxis "
+        "(Slurm), Docker's REGISTRY/IMAGE for docker run."
+    )
+    container_image: str = Field(description="The same image in Docker's REGISTRY/IMAGE form.")
     required_devices: int
     node_count: int
     script_path: str | None = Field(None, description="Local path of the script (Slurm).")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.file_cache import load
+from scriptbuilder.inputs.image_ref import parse_image
 from scriptbuilder.inputs.image_tags import (
     ARCH_KEYS,
     find_properties_file,
@@ -36,6 +37,20 @@ def resolve_arch(ctx: Context) -> str:
 
 
 def resolve_image(ctx: Context) -> str:
+    """The image as the script uses it: enroot's ``REGISTRY#IMAGE`` for pyxis
+    (Slurm, submit.py), Docker's ``REGISTRY/IMAGE`` for ``docker run``."""
+    chosen = _chosen_image(ctx)
+    ref = parse_image(chosen)
+    if ctx.is_slurm:
+        form, rule = ref.enroot, "enroot form for pyxis --container-image (REGISTRY#IMAGE)"
+    else:
+        form, rule = ref.docker, "Docker form for docker run (REGISTRY/IMAGE)"
+    if form != chosen:
+        ctx.trace.chose("docker_image", form, rule)
+    return form
+
+
+def _chosen_image(ctx: Context) -> str:
     req = ctx.request
     if req.container_image:
         return ctx.trace.chose("docker_image", req.container_image, "container_image input")

@@ -14,6 +14,15 @@
  *       * --container-name without --container-image when no earlier step of
  *         the same job created that container;
  *       * a squashfs image path (starting with / or ./) that is not a file;
+ *       * an image reference enroot cannot parse: its grammar is
+ *         [USER@][REGISTRY#]IMAGE[:TAG], IMAGE in lower-case letters, digits
+ *         and "/._-" ("Invalid image reference");
+ *       * a registry image written without '#' (urm.nvidia.com/team/x:tag):
+ *         enroot takes the whole path for a Docker Hub repository and the
+ *         pull fails with 401 from registry-1.docker.io. (Real enroot can
+ *         recover the registry from a matching credentials-file entry; the
+ *         stand-in assumes none, as on a cluster without one.) Other images
+ *         are taken as pulled;
  *       * a mount source that does not exist;
  *       * a workdir that is not an existing directory;
  *       * container options without --container-image/--container-name
@@ -35,6 +44,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <regex.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -364,6 +374,48 @@ static int reject(spank_t sp, const char *fmt, const char *arg)
 	return -1;
 }
 
+static int is_registry_host(const char *component, size_t len)
+{
+	return memchr(component, '.', len) != NULL || memchr(component, ':', len) != NULL ||
+	       (len == 9 && strncmp(component, "localhost", 9) == 0);
+}
+
+/* What enroot import does with docker://<opt_image>, short of pulling it. */
+static int check_image_reference(spank_t sp)
+{
+	/* groups: 2 user, 4 registry, 5 image, 7 tag */
+	static const char pattern[] =
+		"^(([^@#/]+)@)?(([^#]+)#)?([a-z0-9/._-]+)(:([A-Za-z0-9._:-]+))?$";
+	char message[PATH_MAX + 256];
+	regmatch_t m[8];
+	regex_t re;
+	int matched;
+
+	if (regcomp(&re, pattern, REG_EXTENDED) != 0)
+		return reject(sp, "cannot compile the image grammar%s", NULL);
+	matched = regexec(&re, opt_image, 8, m, 0) == 0;
+	regfree(&re);
+	if (!matched)
+		return reject(sp, "failed to import docker image: [ERROR] Invalid image reference: "
+				  "docker://%s", opt_image);
+	if (m[4].rm_so < 0) {
+		const char *image = opt_image + m[5].rm_so;
+		const char *slash = memchr(image, '/', (size_t)(m[5].rm_eo - m[5].rm_so));
+
+		if (slash != NULL && is_registry_host(image, (size_t)(slash - image))) {
+			const char *tag = m[7].rm_so >= 0 ? opt_image + m[7].rm_so : "latest";
+
+			snprintf(message, sizeof(message),
+				 "failed to import docker image: [ERROR] URL "
+				 "https://registry-1.docker.io/v2/%.*s/manifests/%s returned error "
+				 "code: 401 Unauthorized",
+				 (int)(m[5].rm_eo - m[5].rm_so), image, tag);
+			return reject(sp, "%s", message);
+		}
+	}
+	return 0;
+}
+
 static int check_mount_sources(spank_t sp)
 {
 	char *copy, *rest, *entry;
@@ -412,6 +464,9 @@ static int check_step(spank_t sp, char *marker, size_t marker_len)
 	    (opt_image[0] == '/' || strncmp(opt_image, "./", 2) == 0) &&
 	    (stat(opt_image, &st) != 0 || !S_ISREG(st.st_mode)))
 		return reject(sp, "squashfs image is not a file: %s", opt_image);
+	if (opt_image != NULL && !name_known && opt_image[0] != '/' &&
+	    strncmp(opt_image, "./", 2) != 0 && check_image_reference(sp) != 0)
+		return -1;
 	if (check_mount_sources(sp) != 0)
 		return -1;
 	if (opt_workdir != NULL && (stat(opt_workdir, &st) != 0 || !S_ISDIR(st.st_mode)))

@@ -23,7 +23,7 @@ if [ "${rc}" -eq 0 ]; then
     --nodes=1 \
     --ntasks=1 \
     --ntasks-per-node=1 \
-    --container-image=urm.nvidia.com/sw-tensorrt-docker/tensorrt-llm-staging/tritondevel:x86_64-tritondevel-torch_skip-cca75fa-github-pr-9225-1249 \
+    '--container-image=urm.nvidia.com#sw-tensorrt-docker/tensorrt-llm-staging/tritondevel:x86_64-tritondevel-torch_skip-cca75fa-github-pr-9225-1249' \
     --container-name=llama_3_1_8b_instruct_eval \
     --container-mounts=/home/alice:/home/alice,/lustre/alice/TensorRT-LLM:/lustre/alice/TensorRT-LLM,/data/models:/models \
     --container-workdir=/lustre/alice/TensorRT-LLM \
@@ -40,7 +40,7 @@ if [ "${rc}" -eq 0 ]; then
     --ntasks=2 \
     --ntasks-per-node=2 \
     --mpi=pmix_v5 \
-    --container-image=urm.nvidia.com/sw-tensorrt-docker/tensorrt-llm-staging/tritondevel:x86_64-tritondevel-torch_skip-cca75fa-github-pr-9225-1249 \
+    '--container-image=urm.nvidia.com#sw-tensorrt-docker/tensorrt-llm-staging/tritondevel:x86_64-tritondevel-torch_skip-cca75fa-github-pr-9225-1249' \
     --container-name=llama_3_1_8b_instruct_eval \
     --container-mounts=/home/alice:/home/alice,/lustre/alice/TensorRT-LLM:/lustre/alice/TensorRT-LLM,/data/models:/models \
     --container-workdir=/lustre/alice/TensorRT-LLM \

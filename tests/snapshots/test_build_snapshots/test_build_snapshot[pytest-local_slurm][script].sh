@@ -23,7 +23,7 @@ if [ "${rc}" -eq 0 ]; then
     --nodes=1 \
     --ntasks=1 \
     --ntasks-per-node=1 \
-    --container-image=urm.nvidia.com/sw-tensorrt-docker/tensorrt-llm-staging/tritondevel:x86_64-tritondevel-torch_skip-cca75fa-github-pr-9225-1249 \
+    '--container-image=urm.nvidia.com#sw-tensorrt-docker/tensorrt-llm-staging/tritondevel:x86_64-tritondevel-torch_skip-cca75fa-github-pr-9225-1249' \
     --container-name=qwen3_30b_auto_test \
     --container-mounts=/home/alice:/home/alice,<REPO>:<REPO>,/data/models:/models \
     --container-workdir=<REPO> \
@@ -39,7 +39,7 @@ if [ "${rc}" -eq 0 ]; then
     --nodes=1 \
     --ntasks=1 \
     --ntasks-per-node=1 \
-    --container-image=urm.nvidia.com/sw-tensorrt-docker/tensorrt-llm-staging/tritondevel:x86_64-tritondevel-torch_skip-cca75fa-github-pr-9225-1249 \
+    '--container-image=urm.nvidia.com#sw-tensorrt-docker/tensorrt-llm-staging/tritondevel:x86_64-tritondevel-torch_skip-cca75fa-github-pr-9225-1249' \
     --container-name=qwen3_30b_auto_test \
     --container-mounts=/home/alice:/home/alice,<REPO>:<REPO>,/data/models:/models \
     --container-workdir=<REPO> \
