@@ -137,7 +137,16 @@ def build(
             )
         env_check = req.env_check
         cap = Capacity(env_check.gpus_per_node, env_check.available_gpus, "pmix")
-        return docker_job(ctx, image, mounts, _resolve_workload(ctx, cap, mounts, None))
+        try:
+            workload = _resolve_workload(ctx, cap, mounts, None)
+        except EvalNeedsPerfSanity as exc:
+            raise BuildError(
+                f"eval_cmd: world size {exc.world_size} exceeds the {exc.gpus_per_node} GPUs "
+                "of this machine, and a wider eval runs as an accuracy benchmark through "
+                "submit.py, which needs Slurm; use execution_scenario local_slurm or "
+                f"remote_slurm, or lower --tp_size x --pp_size to at most {exc.gpus_per_node}"
+            ) from None
+        return docker_job(ctx, image, mounts, workload)
     target = resolve_slurm_target(ctx)
     if wants_perf_path(ctx):
         return perf_job(ctx, target, resolve_perf(ctx, image, mounts, target))

@@ -41,6 +41,13 @@ def resolve_image(ctx: Context) -> str:
     (Slurm, submit.py), Docker's ``REGISTRY/IMAGE`` for ``docker run``."""
     chosen = _chosen_image(ctx)
     ref = parse_image(chosen)
+    if not ref.name or any(c.isspace() or not c.isprintable() for c in chosen):
+        source = "container_image" if ctx.request.container_image else "the properties file image"
+        raise BuildError(
+            f"{source} {chosen!r} is not an image reference; write it as "
+            "[REGISTRY/]IMAGE[:TAG] (or REGISTRY#IMAGE[:TAG]), without spaces or control "
+            "characters"
+        )
     if ctx.is_slurm:
         form, rule = ref.enroot, "enroot form for pyxis --container-image (REGISTRY#IMAGE)"
     else:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.slurm_env import find_partition, gres_gpus, uses_gpu_gres
+from scriptbuilder.inputs.slurm_time import check_time_limit, time_limit_minutes
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mpi import BARE_PMIX, preferred_plugin
 
@@ -45,6 +46,45 @@ def _partition_entry(ctx: Context, name: str) -> Partition | None:
     return entry
 
 
+def _check_account(ctx: Context, account: str) -> None:
+    env = ctx.slurm_env
+    if env is not None and env.accounts and account not in env.accounts:
+        known = ", ".join(env.accounts)
+        raise BuildError(
+            f"account {account!r} is not in slurm_env.accounts (known: {known}); pass one of those"
+        )
+
+
+def _check_state(entry: Partition) -> None:
+    """``up`` (sinfo may mark it ``up*``) or null (not known); anything else pends forever."""
+    state = entry.state
+    if state is not None and state.strip().rstrip("*").lower() != "up":
+        raise BuildError(
+            f"partition {entry.name!r} is {state!r} in slurm_env.partitions, not up, so the "
+            "job would stay pending; pass a partition that is up"
+        )
+
+
+def _check_time_limit(value: str, given: bool, entry: Partition | None) -> None:
+    field = "time_limit" if given else "time_limit (default)"
+    check_time_limit(field, value)
+    if entry is None or entry.time_limit is None:
+        return
+    try:
+        cap = time_limit_minutes(entry.time_limit)
+    except ValueError:
+        return  # a partition limit the probe wrote in no known form: not known
+    if cap is None:
+        return
+    wanted = time_limit_minutes(value)
+    if wanted is None or wanted > cap:
+        raise BuildError(
+            f"{field} {value} exceeds the time limit {entry.time_limit} of partition "
+            f"{entry.name!r} (slurm_env.partitions), so Slurm would refuse it or leave it "
+            f"pending; pass time_limit at most {entry.time_limit}"
+        )
+
+
 def resolve_slurm_target(ctx: Context) -> SlurmTarget:
     req, trace = ctx.request, ctx.trace
     if not req.partition:
@@ -63,6 +103,10 @@ def resolve_slurm_target(ctx: Context) -> SlurmTarget:
         "time_limit input" if req.time_limit else "default",
     )
     entry = _partition_entry(ctx, req.partition)
+    _check_account(ctx, req.account)
+    if entry is not None:
+        _check_state(entry)
+    _check_time_limit(time_limit, bool(req.time_limit), entry)
     gpn = entry.gpus_per_node if entry else None
     if entry and gpn is None and gres_gpus(entry):
         gpn = trace.chose("gpus_per_node", gres_gpus(entry), f"gres {entry.gres} of {entry.name}")

@@ -1,0 +1,104 @@
+"""No bad request escapes ``build()`` as anything but a one-line BuildError.
+
+Every stop of tests/test_build_stops.py, and the extra cases below, is fed to the
+API (BuildError, one line, nothing else) and the extra cases to the CLI as well
+(exit 2, one line, work_dir unchanged)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scriptbuilder.errors import BuildError
+from tests.build_env import BuildEnv
+from tests.test_build_stops import STOPS, run_cli, snapshot_tree
+
+WIDE_EVAL = "trtllm-eval --model /models/x --tp_size 4 --pp_size 4 gsm8k"
+
+# (id, workflow, request changes, slurm_env changes, text the message must hold)
+EXTRA: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
+    (
+        "docker-eval-wider-than-node",
+        "eval",
+        {"execution_scenario": "local_docker", "eval_cmd": WIDE_EVAL},
+        {},
+        "eval_cmd: world size 16 exceeds the 8 GPUs of this machine",
+    ),
+    (
+        "docker-eval-gpus-per-node-flag",
+        "eval",
+        {
+            "execution_scenario": "local_docker",
+            "eval_cmd": "trtllm-eval --model /m/x --tp_size 4 --gpus_per_node 2 gsm8k",
+        },
+        {},
+        "lower --tp_size x --pp_size to at most 2",
+    ),
+    ("image-blank", "pytest", {"container_image": " "}, {}, "is not an image reference"),
+    ("image-newline", "pytest", {"container_image": "a\nb"}, {}, "is not an image reference"),
+    ("image-registry-only", "pytest", {"container_image": "nvcr.io#"}, {}, "not an image"),
+    (
+        "perf-config-missing",
+        "benchmark",
+        {"perf_config_yaml": "/no/such.yaml"},
+        {},
+        "perf_config_yaml: /no/such.yaml does not exist",
+    ),
+    ("repo-root-a-file", "pytest", {"repo_root": "/etc/hostname"}, {}, "container_image"),
+    ("eval-bad-pp", "eval", {"eval_cmd": "trtllm-eval --pp_size 0 gsm8k"}, {}, "--pp_size"),
+    ("bench-bad-tp", "bench", {"bench_cmd": "trtllm-bench --tp x throughput"}, {}, "--tp"),
+]
+
+
+def _request(build_env: BuildEnv, workflow: str, changes: dict[str, Any]) -> dict[str, Any]:
+    request = build_env.request(workflow, **changes)
+    for key, value in changes.items():
+        if value is None:
+            request.pop(key, None)
+    return request
+
+
+@pytest.mark.parametrize(
+    ("workflow", "changes", "env_changes", "message"),
+    [s[1:] for s in [*STOPS, *EXTRA]],
+    ids=[s[0] for s in [*STOPS, *EXTRA]],
+)
+def test_api_raises_one_line_build_error(
+    build_env: BuildEnv,
+    workflow: str,
+    changes: dict[str, Any],
+    env_changes: dict[str, Any],
+    message: str,
+) -> None:
+    build_env.slurm_env(**env_changes)
+    with pytest.raises(BuildError) as caught:
+        build_env.build(_request(build_env, workflow, changes))
+    assert type(caught.value) is BuildError
+    text = str(caught.value)
+    assert message in text and "\n" not in text
+
+
+@pytest.mark.parametrize(
+    ("workflow", "changes", "env_changes", "message"),
+    [s[1:] for s in EXTRA],
+    ids=[s[0] for s in EXTRA],
+)
+def test_cli_stops(
+    build_env: BuildEnv,
+    tmp_path: Path,
+    workflow: str,
+    changes: dict[str, Any],
+    env_changes: dict[str, Any],
+    message: str,
+) -> None:
+    build_env.slurm_env(**env_changes)
+    request_file = tmp_path / "request.json"
+    request_file.write_text(json.dumps(_request(build_env, workflow, changes)))
+    before = snapshot_tree(build_env.work_dir)
+    code, out, err = run_cli(["build", str(request_file)])
+    assert (code, out) == (2, ""), err
+    assert len(err.splitlines()) == 1 and message in err, err
+    assert snapshot_tree(build_env.work_dir) == before
