@@ -38,7 +38,7 @@ EXTRA: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         "lower --tp_size x --pp_size to at most 2",
     ),
     ("image-blank", "pytest", {"container_image": " "}, {}, "is not an image reference"),
-    ("image-newline", "pytest", {"container_image": "a\nb"}, {}, "is not an image reference"),
+    ("image-space", "pytest", {"container_image": "nvcr.io/a b:1"}, {}, "not an image reference"),
     ("image-registry-only", "pytest", {"container_image": "nvcr.io#"}, {}, "not an image"),
     (
         "perf-config-missing",

@@ -397,9 +397,7 @@ def test_gres(
     )
 
 
-@pytest.mark.parametrize(
-    ("time_limit", "expected"), [(None, "02:00:00"), ("03:30:00", "03:30:00")]
-)
+@pytest.mark.parametrize(("time_limit", "expected"), [(None, "02:00:00"), ("03:30:00", "03:30:00")])
 def test_time_limit(build_env: BuildEnv, time_limit: str | None, expected: str) -> None:
     job = build_env.build(build_env.request(time_limit=time_limit))
     assert f"#SBATCH --time={expected}\n" in job.script_text
