@@ -67,4 +67,18 @@ CORPUS: list[Case] = [
     Case("tab-in-quotes", "'a\tb'", ["a\tb"]),
     Case("redirect-quoted", "'>' '<in'", [">", "<in"]),
     Case("dollar-alone", "$ '$'", ["$", "$"]),
+    Case("carriage-return", "'dos line\r' bare\r", ["dos line\r", "bare\r"]),
+    Case("escape-sequence", "'\x1b[31mred\x1b[0m' \x1b[1m", ["\x1b[31mred\x1b[0m", "\x1b[1m"]),
+    Case(
+        "control-characters",
+        "'\x01\x07\x08\x0b\x0c\x7f' \x1f",
+        ["\x01\x07\x08\x0b\x0c\x7f", "\x1f"],
+    ),
+    Case("c1-and-separators", "'\x85\x9b\u2028\u2029'", ["\x85\x9b\u2028\u2029"]),
+    Case(
+        "unicode-quotes",
+        "'\u2018single\u2019' \"\u201cdouble\u201d \u2033\u2036\"",
+        ["\u2018single\u2019", "\u201cdouble\u201d \u2033\u2036"],
+    ),
+    Case("no-positional-parameters", '"$#" "$@" "${1-unset}"', ["0", "unset"]),
 ]

@@ -91,10 +91,11 @@ def test_multi_task_command_reaches_every_rank(tmp_path: Path, subcommand: str) 
         calls = calls[1:]
     assert calls == [case.argv, case.argv]
     if subcommand in ("bench", "eval"):
-        assert (
-            run.calls("trtllm-llmapi-launch")
-            == [["bash", "-c", f"{program} {case.tail}", "workload"]] * 2
-        )
+        launched = run.calls("trtllm-llmapi-launch")
+        assert len(launched) == 2
+        assert [call[:2] + call[3:] for call in launched] == [
+            ["bash", "-c", "workload", f"{program} {case.tail}"]
+        ] * 2
 
 
 @pytest.mark.parametrize("code", [0, 1, 3, 42])
@@ -157,3 +158,21 @@ def test_custom_run_script_flag_overrides_packaged_script(tmp_path: Path) -> Non
     run = run_script(text, tmp_path)
     assert run.exit_code == 0, run.stderr
     assert run.calls("record-argv") == [["own", "echo 'a b'"]]
+
+
+@pytest.mark.parametrize("subcommand", ["pytest", "bench", "eval"])
+def test_command_longer_than_one_argument_reaches_program_whole(
+    tmp_path: Path, subcommand: str
+) -> None:
+    # 1 MB: eight times what Linux lets one argument carry (128 KiB)
+    words = [f"w{i:06d}-" + "é" * 60 for i in range(8000)]
+    program = PROGRAM[subcommand]
+    command = f"{program} " + " ".join(words)
+    assert len(command.encode("utf-8")) > 1_000_000
+    text = generate(tmp_path, subcommand, command, "--ntasks", "2", "--ntasks-per-node", "2")
+    run = run_script(text, tmp_path, timeout=120)
+    assert run.exit_code == 0, run.stderr[-2000:]
+    calls = run.calls(program)
+    if subcommand == "bench":
+        calls = calls[1:]
+    assert calls == [words, words]

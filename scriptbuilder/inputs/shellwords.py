@@ -661,7 +661,7 @@ def _split_tokens(command: str, tokens: Sequence[Token], op: str) -> list[list[T
 def _span_text(command: str, tokens: Sequence[Token]) -> str:
     if not tokens:
         return ""
-    return command[tokens[0].start : tokens[-1].end].strip()
+    return command[tokens[0].start : tokens[-1].end].strip(" \t\n")
 
 
 def replace_token(command: str, token: Token, new_text: str) -> str:

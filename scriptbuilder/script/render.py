@@ -9,6 +9,15 @@ Quoting rules, applied by construction:
 * ``#SBATCH`` values are written in the form sbatch's own directive parser
   reads: bare when safe, otherwise in double quotes with ``\\`` and ``"``
   escaped by a backslash.
+* a character that sbatch, bash, shellcheck or a line-based reader would treat
+  specially is never written raw: C0 and C1 control characters other than tab
+  and newline (carriage return, escape...), DEL, the unicode line and
+  paragraph separators, and the unicode quotes shellcheck warns about in that
+  quoting context. A word holding one is written with ANSI-C quoting
+  (``$'...'``), such characters as ``\\xHH`` escapes of their UTF-8 bytes (never
+  ``\\u``, which depends on the locale at run time), so the program still
+  receives the value byte for byte. A lone surrogate from a command line read
+  with ``surrogateescape`` (U+DC80..U+DCFF) is written as the byte it stands for.
 """
 
 from __future__ import annotations
@@ -77,15 +86,86 @@ _RESERVED = frozenset(
 _INDENT = "  "
 
 
+#: Never written raw in any quoting context (see the module docstring).
+_CONTROL = frozenset(
+    [chr(c) for c in range(0x20) if chr(c) not in "\t\n"]
+    + [chr(c) for c in range(0x7F, 0xA0)]
+    + ["\u2028", "\u2029"]
+)
+#: Unicode quotes shellcheck warns about inside single quotes (SC1112).
+_SQ_SPECIAL = _CONTROL | frozenset("\u2018\u2019")
+#: Unicode quotes shellcheck warns about inside double quotes (SC1111).
+_DQ_SPECIAL = _CONTROL | frozenset("\u201c\u201d\u2033\u2036")
+_NAMED_ESCAPES = {"\a": "\\a", "\b": "\\b", "\x1b": "\\E", "\f": "\\f", "\r": "\\r", "\v": "\\v"}
+
+
+def _plain(text: str, special: frozenset[str]) -> bool:
+    """True when ``text`` holds no character of ``special`` and no surrogate."""
+    if text.isprintable():
+        # Printable text has no control character and no surrogate; only the
+        # unicode quotes remain to look for.
+        return text.isascii() or special.isdisjoint(text)
+    return not any(_is_special(char, special) for char in text)
+
+
+def _is_special(char: str, special: frozenset[str]) -> bool:
+    return char in special or "\ud800" <= char <= "\udfff"
+
+
+def _escape_char(char: str) -> str:
+    named = _NAMED_ESCAPES.get(char)
+    if named is not None:
+        return named
+    if "\udc80" <= char <= "\udcff":  # a byte kept by surrogateescape
+        return f"\\x{ord(char) - 0xDC00:02x}"
+    if "\ud800" <= char <= "\udfff":
+        raise ValueError(f"a lone surrogate {char!r} cannot be written to a script")
+    if char == "\0":
+        raise ValueError("a NUL character cannot reach a program through the shell")
+    return "".join(f"\\x{byte:02x}" for byte in char.encode("utf-8"))
+
+
+def _ansi_c(text: str, special: frozenset[str]) -> str:
+    """``text`` as one ANSI-C quoted word: ``$'...'``, with ``\\`` and ``'``
+    escaped and the characters of ``special`` (and surrogates) as escapes."""
+    out = []
+    for char in text:
+        if char == "\\" or char == "'":
+            out.append("\\" + char)
+        elif _is_special(char, special):
+            out.append(_escape_char(char))
+        else:
+            out.append(char)
+    return "$'" + "".join(out) + "'"
+
+
+def _single_quoted(text: str) -> str:
+    """``text`` in single quotes, or ANSI-C quoted when it holds a special character."""
+    if not _plain(text, _SQ_SPECIAL):
+        return _ansi_c(text, _SQ_SPECIAL)
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
 def quote_literal(text: str) -> str:
     """Quote ``text`` so the shell reads it back unchanged as one word."""
     if text and (_SAFE.issuperset(text) or text in ("[", "]")):
         return text
-    return "'" + text.replace("'", "'\\''") + "'"
+    return _single_quoted(text)
 
 
 def _dq_escape(text: str) -> str:
-    """Escape ``\\``, ``"``, ``$`` and backtick for a double-quoted context."""
+    """Escape ``\\``, ``"``, ``$`` and backtick for a double-quoted context; a
+    special character closes the double quotes for an ANSI-C quoted part."""
+    if not _plain(text, _DQ_SPECIAL):
+        out = []
+        start = 0
+        for index, char in enumerate(text):
+            if _is_special(char, _DQ_SPECIAL):
+                out.append(_dq_escape(text[start:index]))
+                out.append('"' + _ansi_c(char, _DQ_SPECIAL) + '"')
+                start = index + 1
+        out.append(_dq_escape(text[start:]))
+        return "".join(out)
     if "\\" in text:
         text = text.replace("\\", "\\\\")
     if '"' in text:
@@ -104,6 +184,8 @@ def _render_var(var: Var) -> str:
             if len(var.name) == 1 and not var.name.isalpha()
             else "${" + var.name + "}"
         )
+    if not _plain(var.default, _DQ_SPECIAL):
+        raise ValueError(f"a variable default must be plain text: {var.default!r}")
     return "${" + var.name + ":-" + _dq_escape(var.default) + "}"
 
 
@@ -132,7 +214,7 @@ def render_word(word: Word, *, command_name: bool = False) -> str:
     if command_name:
         text = _literal_text(word.parts)
         if text is not None and ("=" in text or text in _RESERVED or text.startswith("%")):
-            return "'" + text.replace("'", "'\\''") + "'"
+            return _single_quoted(text)
     return _word_text(word)
 
 

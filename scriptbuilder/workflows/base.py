@@ -7,13 +7,28 @@ from typing import ClassVar
 
 from scriptbuilder.job.plan import Step, TaskShape, WorkflowPlan
 from scriptbuilder.resolution.mpi import clears_mpi_env
-from scriptbuilder.script.tree import Command, If, Run, Statement, Var
+from scriptbuilder.script.tree import Command, If, Run, ScriptText, Statement, Var, Word
 
 LLMAPI_LAUNCH = "trtllm-llmapi-launch"
 
-_RUN_USER_COMMAND: tuple[Statement, ...] = (Run(Command.of("eval", Var("1"))),)
+#: The shell variable a step gathers the user's command in; it is unset before
+#: the command runs, so the command sees the shell as it would at a prompt.
+COMMAND_VAR = "__sb_command"
+#: Linux refuses a single argument (or environment string) of more than
+#: MAX_ARG_STRLEN = 128 KiB including its terminating NUL.
+MAX_ARG_BYTES = 128 * 1024 - 1
+# ``printf -v`` joins the pieces (the step's arguments, see command_args),
+# ``set --`` leaves the command no positional parameters of its own (``$#`` is
+# 0), and eval runs the command after the variable holding it is unset.
+_RUN_USER_COMMAND: tuple[Statement, ...] = (
+    Run(Command.of("printf", "-v", COMMAND_VAR, "%s", Word.of(Var("@")))),
+    Run(Command.of("set", "--")),
+    Run(Command.of("eval", Word.of(f"unset -v {COMMAND_VAR}; ", Var(COMMAND_VAR)))),
+)
 _RUN_UNDER_LAUNCHER: tuple[Statement, ...] = (
-    Run(Command.of(LLMAPI_LAUNCH, "bash", "-c", Var("1"), "workload")),
+    Run(
+        Command.of(LLMAPI_LAUNCH, "bash", "-c", ScriptText(_RUN_USER_COMMAND), "workload", Var("@"))
+    ),
 )
 INSTALL_BODY: tuple[Statement, ...] = (
     Run(Command.of("set", "-e")),
@@ -27,18 +42,37 @@ def starts_with_launcher(command: str) -> bool:
     return bool(first) and first[0].rsplit("/", 1)[-1] == LLMAPI_LAUNCH
 
 
+def command_args(command: str) -> tuple[str, ...]:
+    """``command`` as step arguments: pieces of at most :data:`MAX_ARG_BYTES`
+    bytes each, which the step joins again, so a command longer than one
+    argument can carry still reaches the shell whole."""
+    if len(command) * 4 <= MAX_ARG_BYTES:  # no UTF-8 character takes more than 4 bytes
+        return (command,)
+    data = command.encode("utf-8", "surrogatepass")
+    pieces = []
+    start = 0
+    while start < len(data):
+        end = min(start + MAX_ARG_BYTES, len(data))
+        while end < len(data) and 0x80 <= data[end] < 0xC0:  # not inside a character
+            end -= 1
+        pieces.append(data[start:end].decode("utf-8", "surrogatepass"))
+        start = end
+    return tuple(pieces)
+
+
 def user_command_step(
     label: str, command: str, shape: TaskShape, *, launcher: bool = False
 ) -> Step:
     """A step running ``command`` as a shell command line, exactly as the user wrote
-    it (passed as ``$1``); with ``launcher``, under ``trtllm-llmapi-launch`` when the
-    step has several tasks and the command does not start with it already."""
+    it (passed as the step's arguments, see :func:`command_args`; it runs with no
+    positional parameters); with ``launcher``, under ``trtllm-llmapi-launch`` when
+    the step has several tasks and the command does not start with it already."""
     wrap = launcher and shape.ntasks > 1 and not starts_with_launcher(command)
     return Step(
         label=label,
         body=_RUN_UNDER_LAUNCHER if wrap else _RUN_USER_COMMAND,
         shape=shape,
-        args=(command,),
+        args=command_args(command),
         clear_mpi_env=clears_mpi_env(shape),
     )
 

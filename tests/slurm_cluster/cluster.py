@@ -106,7 +106,9 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
         text = path.read_text(encoding="utf-8", errors="surrogateescape")
     except FileNotFoundError:
         return []
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    # split at "\n" only: str.splitlines also breaks at U+0085 and U+2028, which
+    # the pyxis stand-in's records hold raw when a job's values do
+    return [json.loads(line) for line in text.split("\n") if line.strip()]
 
 
 def _tail(path: Path, lines: int = 40) -> str:

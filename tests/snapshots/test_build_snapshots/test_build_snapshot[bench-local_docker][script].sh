@@ -17,4 +17,4 @@ docker run \
   --name=llama_3_1_8b_bench \
   --workdir=<REPO> \
   urm.nvidia.com/sw-tensorrt-docker/tensorrt-llm-staging/tritondevel:x86_64-tritondevel-torch_skip-cca75fa-github-pr-9225-1249 \
-  bash -c 'set -e; (set -e; pip install -e .; pip install -r requirements-dev.txt); (set -- "$1"; eval "$1"); (set -- "$2"; eval "$1")' job 'trtllm-bench --model meta-llama/Llama-3.1-8B prepare-dataset --output /tmp/d.json token-norm-dist --num-requests 10' 'trtllm-bench --model meta-llama/Llama-3.1-8B throughput --tp 2 --dataset /tmp/d.json'
+  bash -c 'set -e; (set -e; pip install -e .; pip install -r requirements-dev.txt); (set -- "$1"; printf -v __sb_command %s "$@"; set --; eval "unset -v __sb_command; ${__sb_command}"); (set -- "$2"; printf -v __sb_command %s "$@"; set --; eval "unset -v __sb_command; ${__sb_command}")' job 'trtllm-bench --model meta-llama/Llama-3.1-8B prepare-dataset --output /tmp/d.json token-norm-dist --num-requests 10' 'trtllm-bench --model meta-llama/Llama-3.1-8B throughput --tp 2 --dataset /tmp/d.json'

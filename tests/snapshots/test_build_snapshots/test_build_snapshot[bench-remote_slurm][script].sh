@@ -44,7 +44,7 @@ if [ "${rc}" -eq 0 ]; then
     --container-mounts=/home/alice:/home/alice,/lustre/alice/TensorRT-LLM:/lustre/alice/TensorRT-LLM,/data/models:/models \
     --container-workdir=/lustre/alice/TensorRT-LLM \
     --kill-on-bad-exit=1 \
-    bash -c 'for name in $(compgen -e); do case "${name}" in SLURM_PROCID|SLURM_LOCALID) ;; OMPI_*|ORTE_*|OPAL_*|PMI*|MPI_*|SLURM_*) unset "${name}" ;; esac; done; eval "$1"' step 'trtllm-bench --model meta-llama/Llama-3.1-8B prepare-dataset --output /tmp/d.json token-norm-dist --num-requests 10'
+    bash -c 'for name in $(compgen -e); do case "${name}" in SLURM_PROCID|SLURM_LOCALID) ;; OMPI_*|ORTE_*|OPAL_*|PMI*|MPI_*|SLURM_*) unset "${name}" ;; esac; done; printf -v __sb_command %s "$@"; set --; eval "unset -v __sb_command; ${__sb_command}"' step 'trtllm-bench --model meta-llama/Llama-3.1-8B prepare-dataset --output /tmp/d.json token-norm-dist --num-requests 10'
   rc=$?
 fi
 
@@ -61,7 +61,7 @@ if [ "${rc}" -eq 0 ]; then
     --container-mounts=/home/alice:/home/alice,/lustre/alice/TensorRT-LLM:/lustre/alice/TensorRT-LLM,/data/models:/models \
     --container-workdir=/lustre/alice/TensorRT-LLM \
     --kill-on-bad-exit=1 \
-    bash -c 'trtllm-llmapi-launch bash -c "$1" workload' step 'trtllm-bench --model meta-llama/Llama-3.1-8B throughput --tp 2 --dataset /tmp/d.json'
+    bash -c 'trtllm-llmapi-launch bash -c '\''printf -v __sb_command %s "$@"; set --; eval "unset -v __sb_command; ${__sb_command}"'\'' workload "$@"' step 'trtllm-bench --model meta-llama/Llama-3.1-8B throughput --tp 2 --dataset /tmp/d.json'
   rc=$?
 fi
 

@@ -45,7 +45,7 @@ if [ "${rc}" -eq 0 ]; then
     --container-mounts=/home/user:/home/user,/lustre/models:/models \
     --container-workdir=/home/user/TensorRT-LLM \
     --kill-on-bad-exit=1 \
-    bash -c 'trtllm-llmapi-launch bash -c "$1" workload' step 'trtllm-eval --model /models/llama --tp_size 4 gsm8k'
+    bash -c 'trtllm-llmapi-launch bash -c '\''printf -v __sb_command %s "$@"; set --; eval "unset -v __sb_command; ${__sb_command}"'\'' workload "$@"' step 'trtllm-eval --model /models/llama --tp_size 4 gsm8k'
   rc=$?
 fi
 

