@@ -466,11 +466,12 @@ def check_two_ranks(batch: JobBatch, key: str, subcommand: str) -> None:
     launched = [r for r in result.tool_records() if r["tool"] == LAUNCHER]
     if subcommand in ("bench", "eval"):
         inner = f"{PROGRAM[subcommand]} {MULTI_CASE.tail}"
-        assert [r["argv"][1:] for r in launched] == [["bash", "-c", inner, "workload"]] * 2, (
-            explain(result)
-        )
-        # the stand-in launcher execs the command: same pid means "went through the launcher"
-        assert {r["pid"] for r in launched} == {r["pid"] for r in program}, explain(result)
+        # bash -c <the step's joining code> workload <the command>
+        calls = [r["argv"][1:3] + r["argv"][4:] for r in launched]
+        assert calls == [["bash", "-c", "workload", inner]] * 2, explain(result)
+        # the stand-in launcher execs bash, which runs the command as its child: the
+        # launcher's pid as parent means "went through the launcher"
+        assert {r["pid"] for r in launched} == {r["ppid"] for r in program}, explain(result)
     else:
         assert launched == [], explain(result)
     if subcommand == "bench":
