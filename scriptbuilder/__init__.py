@@ -1,24 +1,24 @@
 """scriptbuilder: TensorRT-LLM test requests to Slurm batch scripts and job_spec.json.
 
-``scriptbuilder.build(request)`` is the Python API (see :mod:`scriptbuilder.api`);
-it is imported on first use so the drop-in CLI stays cheap to start.
+``scriptbuilder.build(request)`` and ``scriptbuilder.build_many(requests)`` are
+the Python API (see :mod:`scriptbuilder.api`); it is imported on first use, so
+the drop-in CLI does not load pydantic.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
-    from typing import Any
+    from scriptbuilder.api import BuildResult, BuiltJob, build, build_many
 
-    from scriptbuilder.api import BuiltJob, build
-
-__all__ = ["BuiltJob", "__version__", "build"]
+__all__ = ["BuildResult", "BuiltJob", "__version__", "build", "build_many"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("build", "BuiltJob"):
+    if name in ("build", "build_many", "BuiltJob", "BuildResult"):
         from scriptbuilder import api
 
         return getattr(api, name)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,15 @@ from scriptbuilder.resolution.workloads import (
 from scriptbuilder.scenarios.slurm import check_log_name_part
 from scriptbuilder.workflows.custom import RUN_SCRIPT_NAME
 
-__all__ = ["BuiltJob", "OutputFile", "SubmitRun", "build", "load_request"]
+__all__ = [
+    "BuildResult",
+    "BuiltJob",
+    "OutputFile",
+    "SubmitRun",
+    "build",
+    "build_many",
+    "load_request",
+]
 
 
 def load_request(data: Mapping[str, Any] | BuildRequest) -> BuildRequest:
@@ -179,3 +188,40 @@ def _remote_run_script(ctx: Context, mounts: Mounts) -> str | None:
             "remote_work_dir under remote_repo_path"
         )
     return ctx.trace.chose("run script", remote, "packaged run script, copied to remote_work_dir")
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """One request of :func:`build_many`: its job, or the error that refused it."""
+
+    #: The request's position in the input (from 0).
+    index: int
+    job: BuiltJob | None = None
+    error: BuildError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def build_many(
+    requests: Iterable[Mapping[str, Any] | BuildRequest],
+    *,
+    environ: Mapping[str, str] | None = None,
+    machine: Callable[[], str] | None = None,
+    env_info: EnvInfo | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> list[BuildResult]:
+    """:func:`build` for every request, in order, in this process: a sweep of
+    thousands of jobs pays the start-up once. A refused request becomes a result
+    carrying its :class:`BuildError` and the next one is still built. Writes
+    nothing; call ``result.job.write()`` for the jobs to keep."""
+    results = []
+    for index, request in enumerate(requests):
+        try:
+            job = build(request, environ=environ, machine=machine, env_info=env_info, clock=clock)
+        except BuildError as exc:
+            results.append(BuildResult(index, error=exc))
+        else:
+            results.append(BuildResult(index, job=job))
+    return results

@@ -239,3 +239,33 @@ def test_mpi_plugin_rules(
     out = run_compat(args).stdout
     mpis = [line.strip().rstrip(" \\") for line in out.splitlines() if "--mpi=" in line]
     assert mpis == ([expected] if expected else [])
+
+
+def test_every_subcommand_takes_the_common_flags_in_one_order() -> None:
+    from scriptbuilder.cli.dropin import COMMON_OPTIONS, cli
+
+    expected = [
+        "--model-name",
+        "--log-dir",
+        "--local-log-dir",
+        "--partition",
+        "--account",
+        "--time-limit",
+        "--nodes",
+        "--ntasks",
+        "--ntasks-per-node",
+        "--gres",
+        "--docker-image",
+        "--container-mounts",
+        "--container-name",
+        "--container-workdir",
+        "--project-path",
+        "--mpi",
+        "--llm-models-root",
+        "--output",
+    ]
+    assert len(COMMON_OPTIONS) == len(expected)
+    for name, command in cli.commands.items():
+        flags = [opt for param in command.params for opt in param.opts]
+        assert flags[: len(expected)] == expected, name
+        assert len(flags) == len(expected) + (4 if name == "custom" else 1)

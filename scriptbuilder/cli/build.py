@@ -1,43 +1,49 @@
-"""``scriptbuilder``: build a job from a request file, or print the JSON Schemas.
+"""``scriptbuilder``: build a job from a request file or a sweep of requests, or
+print the JSON Schemas. The command line is declared with click.
 
-The interface is declared with click (:func:`click_group`). A well-formed
-``build`` call (``build`` with ``--dry-run``, ``--explain`` and
-``--env-info FILE`` each at most once, then one request path) is read
-directly, as :mod:`scriptbuilder.cli.dropin` does for the drop-in, so a build does
-not pay for importing click; help, ``--version``, ``schema``, shell completion
-and every malformed call go through click.
+``build --many FILE`` reads JSON lines, one request object per line (blank
+lines are skipped; paths are taken as written, so give absolute ones), builds
+them in order in this process and prints one JSON result line per request:
+``{"line": n, "ok": true, "work_dir": ..., "files": [...], "warnings": [...]}``
+or ``{"line": n, "ok": false, "exit_code": 2, "error": "<one line>"}``. A
+refused request writes nothing; the sweep goes on with the next line. The exit
+status is 0 when every request was built, else the largest status a single
+build of a failed one would have had (2 refused, 1 an OS error while writing).
 """
 
 from __future__ import annotations
 
-import os
+import json
 import sys
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import click
 
 from scriptbuilder import __version__
-from scriptbuilder.cli.console import echo, run_click, run_outside_click
-from scriptbuilder.inputs.request_file import read_request
+from scriptbuilder.cli.group import Group, os_error_message, write_out
+from scriptbuilder.errors import BuildError
+from scriptbuilder.inputs.request_file import MAX_REQUEST_BYTES, parse_json, read_request
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from typing import Any
-
-    import click
+    from scriptbuilder.resolution.context import EnvInfo
 
 PROG = "scriptbuilder"
-#: Set by a shell asking click for completions.
-_COMPLETE_VAR = "_SCRIPTBUILDER_COMPLETE"
+
+
+def _env_info(path: str | None) -> EnvInfo | None:
+    if not path:
+        return None
+    from scriptbuilder.inputs.env_info import FileEnvInfo
+
+    return FileEnvInfo.load(path)
 
 
 def run_build(request: str, *, dry_run: bool, explain: bool, env_info: str | None) -> None:
     """``scriptbuilder build``: resolve, then print (``dry_run``) or write the job."""
     from scriptbuilder.api import build
 
-    info = None
-    if env_info:
-        from scriptbuilder.inputs.env_info import FileEnvInfo
-
-        info = FileEnvInfo.load(env_info)
+    info = _env_info(env_info)
     job = build(read_request(request), env_info=info)
     out: list[str] = []
     if explain:
@@ -50,113 +56,147 @@ def run_build(request: str, *, dry_run: bool, explain: bool, env_info: str | Non
         else:
             out += [f"# --- {job.script_name} (not written)\n", job.script_text]
         out += ["# --- job_spec.json (not written)\n", job.job_spec_json]
-        echo("".join(out))
+        write_out("".join(out))
         return
     if out:
-        echo("".join(out))
+        write_out("".join(out))
     job.write()
-    echo(job.report)
+    write_out(job.report)
 
 
-#: ``build`` switches read without click: option -> keyword of :func:`run_build`.
-_SWITCHES = {"--dry-run": "dry_run", "--explain": "explain"}
+# ------------------------------------------------------------------ sweep
 
 
-def parse_build(args: Sequence[str]) -> dict[str, Any] | None:
-    """The keyword arguments of :func:`run_build` for a well-formed ``build`` call,
-    the values click would pass; None for anything click must handle."""
-    if len(args) < 2 or args[0] != "build" or _COMPLETE_VAR in os.environ:
-        return None
-    opts: dict[str, Any] = {"request": None, "dry_run": False, "explain": False, "env_info": None}
-    seen: set[str] = set()
-    i = 1
-    while i < len(args):
-        token = args[i]
-        name, eq, value = token.partition("=")
-        if token == "-" or not token.startswith("-"):
-            if opts["request"] is not None:
-                return None
-            opts["request"] = token
-        elif name in seen:
-            return None
-        elif token in _SWITCHES:
-            opts[_SWITCHES[token]] = True
-        elif name != "--env-info":
-            return None
-        elif eq:
-            opts["env_info"] = value
-        elif i + 1 < len(args) and not args[i + 1].startswith("-"):
-            i += 1
-            opts["env_info"] = args[i]
+def _sweep_lines(source: str) -> Iterator[tuple[int, bytes]]:
+    """``(line number, bytes)`` of every non-blank line of a JSON-lines file."""
+    try:
+        stream = sys.stdin.buffer if source == "-" else open(source, "rb")  # noqa: SIM115
+    except OSError as exc:
+        raise BuildError(f"--many {source}: {exc.strerror}; pass a readable file") from None
+    with stream:
+        for number, line in enumerate(stream, 1):
+            if line.strip():
+                yield number, line
+
+
+def _sweep_request(line: bytes) -> dict[str, Any]:
+    """One line of a sweep as a request mapping; BuildError when it is none."""
+    if len(line) > MAX_REQUEST_BYTES:
+        raise BuildError(
+            f"line is larger than {MAX_REQUEST_BYTES // 1024} KiB; a request holds field "
+            "values only"
+        )
+    try:
+        data = parse_json(line.decode("utf-8"), "line")
+    except UnicodeDecodeError as exc:
+        raise BuildError(
+            f"line is not UTF-8 text (byte {line[exc.start]:#04x} at offset {exc.start}); "
+            "write the request as UTF-8"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise BuildError(
+            f"line is not JSON ({exc.msg} at column {exc.colno}); write one JSON object per line"
+        ) from None
+    if not isinstance(data, dict):
+        raise BuildError("line is not a JSON object; write one object of field names to values")
+    return data
+
+
+def run_many(source: str, *, dry_run: bool, env_info: str | None) -> int:
+    """``scriptbuilder build --many``: build (and unless ``dry_run`` write) every
+    request of a JSON-lines file, one JSON result line each on stdout, in order.
+
+    A refused request writes nothing and the sweep goes on with the next line.
+    Returns the exit status: 0 when every request was built, else the largest
+    exit status a single build of a failed request would have had (2 for a
+    refused request, 1 for an OS error while writing)."""
+    from scriptbuilder.api import build
+
+    info = _env_info(env_info)
+    status = 0
+    for number, line in _sweep_lines(source):
+        result: dict[str, Any] = {"line": number}
+        try:
+            job = build(_sweep_request(line), env_info=info)
+            paths = [out.path for out in job.files] if dry_run else job.write()
+        except BuildError as exc:
+            code, message = exc.exit_code, str(exc)
+        except OSError as exc:
+            code, message = 1, os_error_message(exc)
         else:
-            return None
-        seen.add(name)
-        i += 1
-    return None if opts["request"] is None else opts
+            result.update(
+                ok=True,
+                work_dir=job.request.work_dir,
+                files=[str(path) for path in paths],
+                warnings=list(job.warnings),
+            )
+            write_out(json.dumps(result) + "\n")
+            continue
+        status = max(status, code)
+        result.update(ok=False, exit_code=code, error=message)
+        write_out(json.dumps(result) + "\n")
+    return status
 
 
 # ------------------------------------------------------------------ click
 
-_CLI: list[click.Group] = []
+
+@click.group(
+    cls=Group,
+    name=PROG,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(__version__, prog_name=PROG)
+def cli() -> None:
+    """Turn a TensorRT-LLM test request into a Slurm script (or docker command) and
+    job_spec.json."""
 
 
-def click_group() -> click.Group:
-    """The click interface (made on first use)."""
-    if _CLI:
-        return _CLI[0]
-    import click
-
-    @click.group(
-        name=PROG,
-        context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
-    )
-    @click.version_option(__version__, prog_name=PROG)
-    def cli() -> None:
-        """Turn a TensorRT-LLM test request into a Slurm script (or docker command) and
-        job_spec.json."""
-
-    @cli.command("build")
-    @click.argument("request", metavar="REQUEST")
-    @click.option("--dry-run", is_flag=True, help="Write nothing; print the script and job spec.")
-    @click.option("--explain", is_flag=True, help="Print every resolved value and its rule.")
-    @click.option(
-        "--env-info",
-        metavar="FILE",
-        default=None,
-        help="JSON internal-env-info source: arch, partitions.<name>.arch, "
-        "default_models_repo_host.",
-    )
-    def build_command(request: str, dry_run: bool, explain: bool, env_info: str | None) -> None:
-        """Resolve REQUEST (JSON or YAML; '-' for stdin) and write the script and
-        job_spec.json into its work_dir."""
+@cli.command("build")
+@click.argument("request", metavar="REQUEST", required=False)
+@click.option(
+    "--many",
+    metavar="FILE",
+    help="Build every request of FILE (JSON lines, one request object per line; '-' for "
+    "stdin) and print one JSON result line per request.",
+)
+@click.option("--dry-run", is_flag=True, help="Write nothing; print the script and job spec.")
+@click.option("--explain", is_flag=True, help="Print every resolved value and its rule.")
+@click.option(
+    "--env-info",
+    metavar="FILE",
+    default=None,
+    help="JSON internal-env-info source: arch, partitions.<name>.arch, default_models_repo_host.",
+)
+def build_command(
+    request: str | None, many: str | None, dry_run: bool, explain: bool, env_info: str | None
+) -> int:
+    """Resolve REQUEST (JSON or YAML; '-' for stdin) and write the script and
+    job_spec.json into its work_dir."""
+    if many is None:
+        if request is None:
+            raise click.UsageError("Missing argument 'REQUEST' (or pass --many FILE).")
         run_build(request, dry_run=dry_run, explain=explain, env_info=env_info)
-
-    @cli.command("schema")
-    @click.argument("which", type=click.Choice(["request", "slurm-env", "job-spec"]))
-    def schema_command(which: str) -> None:
-        """Print the JSON Schema of a request, slurm_env.json or job_spec.json."""
-        from scriptbuilder.models import json_schema
-
-        echo(json_schema(which))
-
-    _CLI.append(cli)
-    return cli
+        return 0
+    if request is not None:
+        raise click.UsageError("Pass either REQUEST or --many FILE, not both.")
+    if explain:
+        raise click.UsageError("--explain works on one REQUEST; it cannot be used with --many.")
+    return run_many(many, dry_run=dry_run, env_info=env_info)
 
 
-def __getattr__(name: str) -> Any:
-    if name == "cli":
-        return click_group()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+@cli.command("schema")
+@click.argument("which", type=click.Choice(["request", "slurm-env", "job-spec"]))
+def schema_command(which: str) -> None:
+    """Print the JSON Schema of a request, slurm_env.json or job_spec.json."""
+    from scriptbuilder.models import json_schema
+
+    write_out(json_schema(which))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Console entry point."""
-    args = list(argv) if argv is not None else sys.argv[1:]
-    opts = parse_build(args)
-    if opts is None:
-        run_click(PROG, click_group(), args)
-    else:
-        run_outside_click(PROG, lambda: run_build(**opts))
+    cli.main(list(argv) if argv is not None else sys.argv[1:], PROG)
 
 
 if __name__ == "__main__":

@@ -4,55 +4,59 @@ Same subcommands, flags and defaults; the difference is that every value
 reaches the script quoted by construction, failing steps still print the
 closing line, and ``--bench-cmd`` is split only at a top-level ``&&``.
 
-Kept cheap to start, because it runs once per job (often in a loop): no
-pydantic or yaml, and click only when it is needed. The flags are declared
-once, in ``COMMANDS``; click builds the command line interface from that
-table. A well-formed call (a subcommand, then ``--flag value`` or
-``--flag=value`` pairs naming each of its flags at most once, every required
-flag present, counts written as plain positive integers) is read straight from
-the table, which gives the values click would give. Anything else (help,
-``--version``, an unknown or repeated flag, a missing value, shell completion)
-goes through click, so usage errors and help read exactly as click writes
-them. Output goes through :func:`scriptbuilder.cli.console.echo`, which is
-``click.echo`` without the import in the common case.
+The command line is declared with click: the flags the four subcommands share
+once, as decorators (:func:`common_options`), each subcommand's own flag beside
+it. Values that would only fail after the queue wait are refused while the
+command line is read (exit 2, one line): counts above :data:`MAX_NODES`,
+:data:`MAX_NTASKS` and :data:`MAX_NTASKS_PER_NODE`, an ``--mpi`` value that is
+no Slurm MPI plugin, a ``--time-limit`` in none of Slurm's formats, a ``/`` in
+``--model-name``. The script goes to ``--output`` or standard output as bytes;
+the log folder is created only once the script is out.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import click
 
 from scriptbuilder import __version__
-from scriptbuilder.cli.console import echo, run_click, run_outside_click
+from scriptbuilder.cli.group import Group, write_out
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.image_ref import enroot_form
+from scriptbuilder.inputs.slurm_time import check_time_limit
 from scriptbuilder.job.builder import JobBuilder
 from scriptbuilder.job.plan import Container, SlurmAllocation, TaskShape
 from scriptbuilder.resolution.mpi import step_mpi
 from scriptbuilder.scenarios.slurm import LocalSlurm, check_log_name_part
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-    from datetime import datetime
-    from typing import Any
-
-    import click
-
     from scriptbuilder.workflows.base import Workflow
 
-    Clock = Callable[[], datetime]
-    Opts = dict[str, Any]
+Clock = Callable[[], datetime]
+Opts = dict[str, Any]
 
 PROG = "build_slurm_script"
 DEFAULT_MODELS_ROOT = "/scratch.trt_llm_data/llm-models/"
-#: Set by a shell asking click for completions.
-_COMPLETE_VAR = "_BUILD_SLURM_SCRIPT_COMPLETE"
+#: Sane maxima of the counts: above them a value is a typo, not a job (the largest
+#: GPU clusters have a few thousand nodes of 4 to 8 GPUs; TensorRT-LLM's
+#: multi-node tests use a handful of nodes).
+MAX_NODES = 2048
+MAX_NTASKS = 16384
+MAX_NTASKS_PER_NODE = 256
+#: Slurm's MPI plugin names (``srun --mpi=list``): none, pmi2, pmix and its
+#: versioned twins pmix_v<N>, cray_shasta.
+MPI_PLUGIN = re.compile(r"none|pmi2|pmix(?:_v[0-9]+)?|cray_shasta")
 
 
 def default_clock() -> datetime:
     """Local time, or ``SOURCE_DATE_EPOCH`` (UTC) when set, for reproducible output."""
-    from datetime import datetime, timezone
+    from datetime import timezone
 
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     if epoch:
@@ -63,74 +67,76 @@ def default_clock() -> datetime:
 # ------------------------------------------------------------------ flags
 
 
-class Flag:
-    """One ``--flag VALUE`` option. ``count`` flags take an integer >= 1."""
-
-    __slots__ = ("count", "default", "dest", "help", "name", "required", "show_default")
-
-    def __init__(
-        self,
-        name: str,
-        *,
-        required: bool = False,
-        default: str | int | None = None,
-        count: bool = False,
-        show_default: bool = False,
-        help: str | None = None,
-    ) -> None:
-        self.name = name
-        self.dest = name[2:].replace("-", "_")
-        self.required = required
-        self.default = default
-        self.count = count
-        self.show_default = show_default
-        self.help = help
+def _model_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if "/" in value:
+        raise BuildError(
+            f"--model-name {value!r} contains a '/', but it names the job and its log "
+            "files; pass the last part only (for example Llama-3.1-8B)"
+        )
+    return value
 
 
-class Subcommand:
-    """A subcommand: its flags (common ones first), its handler and its help line."""
-
-    __slots__ = ("by_name", "flags", "handler", "help")
-
-    def __init__(
-        self, flags: tuple[Flag, ...], handler: Callable[[Opts, Clock], None], help: str
-    ) -> None:
-        self.flags = flags
-        self.by_name = {flag.name: flag for flag in flags}
-        self.handler = handler
-        self.help = help
+def _time_limit(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    return check_time_limit("--time-limit", value)
 
 
-COMMON_FLAGS = (
-    Flag("--model-name", required=True, help="Job name prefix."),
-    Flag(
+def _mpi(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if MPI_PLUGIN.fullmatch(value) is None:
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        raise BuildError(
+            f"--mpi {shown!r} is not a Slurm MPI plugin; pass none, pmi2, pmix, "
+            "pmix_v<N> (for example pmix_v4) or cray_shasta"
+        )
+    return value
+
+
+def _count(maximum: int) -> click.IntRange:
+    return click.IntRange(min=1, max=maximum)
+
+
+COMMON_OPTIONS = (
+    click.option("--model-name", required=True, callback=_model_name, help="Job name prefix."),
+    click.option(
         "--log-dir",
         help="Directory of the #SBATCH --output/--error files (required for pytest "
         "and custom; bench/eval default to <project-path>/work_dirs/<model>_<time>).",
     ),
-    Flag("--local-log-dir", help="Directory created locally instead of --log-dir (remote runs)."),
-    Flag("--partition", required=True),
-    Flag("--account", required=True),
-    Flag("--time-limit", default="02:00:00", show_default=True),
-    Flag("--nodes", count=True, default=1, show_default=True),
-    Flag("--ntasks", count=True, default=1, show_default=True),
-    Flag(
+    click.option(
+        "--local-log-dir", help="Directory created locally instead of --log-dir (remote runs)."
+    ),
+    click.option("--partition", required=True),
+    click.option("--account", required=True),
+    click.option("--time-limit", default="02:00:00", show_default=True, callback=_time_limit),
+    click.option("--nodes", type=_count(MAX_NODES), default=1, show_default=True),
+    click.option("--ntasks", type=_count(MAX_NTASKS), default=1, show_default=True),
+    click.option(
         "--ntasks-per-node",
-        count=True,
+        type=_count(MAX_NTASKS_PER_NODE),
         help="Default: ceil(ntasks / nodes), which is 1 for the default single task.",
     ),
-    Flag("--gres", default="", help="Empty means no #SBATCH --gres line."),
-    Flag("--docker-image", required=True),
-    Flag("--container-mounts", required=True),
-    Flag("--container-name", help="Default: <model-name>_<subcommand>."),
-    Flag("--container-workdir", help="Default: --project-path."),
-    Flag("--project-path", required=True),
-    Flag(
-        "--mpi", default="none", show_default=True, help="srun --mpi plugin; 'none' means no --mpi."
+    click.option("--gres", default="", help="Empty means no #SBATCH --gres line."),
+    click.option("--docker-image", required=True),
+    click.option("--container-mounts", required=True),
+    click.option("--container-name", help="Default: <model-name>_<subcommand>."),
+    click.option("--container-workdir", help="Default: --project-path."),
+    click.option("--project-path", required=True),
+    click.option(
+        "--mpi",
+        default="none",
+        show_default=True,
+        callback=_mpi,
+        help="srun --mpi plugin; 'none' means no --mpi.",
     ),
-    Flag("--llm-models-root", default=DEFAULT_MODELS_ROOT, show_default=True),
-    Flag("--output", help="Write the script here (mode 0755) instead of stdout."),
+    click.option("--llm-models-root", default=DEFAULT_MODELS_ROOT, show_default=True),
+    click.option("--output", help="Write the script here (mode 0755) instead of stdout."),
 )
+
+
+def common_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The flags every subcommand takes, in the order ``--help`` lists them."""
+    for option in reversed(COMMON_OPTIONS):
+        command = option(command)
+    return command
 
 
 # ------------------------------------------------------------- subcommands
@@ -179,9 +185,9 @@ def _emit(subcommand: str, workflow: Workflow, opts: Opts) -> None:
         from scriptbuilder.outputs.atomic import write_script
 
         write_script(opts["output"], text)
-        echo(f"Wrote {opts['output']}\n", err=True)
+        write_out(f"Wrote {opts['output']}\n", err=True)
     else:
-        echo(text)
+        write_out(text)
 
 
 def _require_log_dir(opts: Opts, subcommand: str) -> None:
@@ -268,175 +274,71 @@ def _eval(opts: Opts, clock: Clock) -> None:
     _emit("eval", EvalWorkflow(opts["eval_cmd"]), opts)
 
 
-COMMANDS: dict[str, Subcommand] = {
-    "pytest": Subcommand(
-        (
-            *COMMON_FLAGS,
-            Flag("--test-cmd", required=True, help="The pytest command line, run as written."),
-        ),
-        _pytest,
-        "A pytest run (single node).",
-    ),
-    "custom": Subcommand(
-        (
-            *COMMON_FLAGS,
-            Flag("--custom-cmd", required=True, help="The command line, run once per task."),
-            Flag(
-                "--run-script",
-                help="Run script executed in the step (default: the one shipped with "
-                "scriptbuilder, inlined in the batch script).",
-            ),
-            Flag("--custom-env", default="", help="Shell assignments applied before the command."),
-            Flag("--custom-workdir", help="Default: the container workdir."),
-        ),
-        _custom,
-        "A custom command.",
-    ),
-    "bench": Subcommand(
-        (
-            *COMMON_FLAGS,
-            Flag(
-                "--bench-cmd",
-                required=True,
-                help="trtllm-bench command; a top-level '&&' separates the prepare-dataset step.",
-            ),
-        ),
-        _bench,
-        "A trtllm-bench run (prepare-dataset step, then the benchmark).",
-    ),
-    "eval": Subcommand(
-        (
-            *COMMON_FLAGS,
-            Flag("--eval-cmd", required=True, help="trtllm-eval command line, run as written."),
-        ),
-        _eval,
-        "A trtllm-eval run (single node).",
-    ),
-}
-
-
-# ---------------------------------------------------------------- parsing
-
-
-def parse_simple(args: Sequence[str]) -> tuple[str, Opts] | None:
-    """``(subcommand, values)`` for a well-formed call, the values click would pass;
-    None for anything click must handle (help, errors, repeated flags...)."""
-    if not args or _COMPLETE_VAR in os.environ:
-        return None
-    command = COMMANDS.get(args[0])
-    if command is None:
-        return None
-    given: dict[str, str] = {}
-    i, n = 1, len(args)
-    while i < n:
-        token = args[i]
-        if token[:2] != "--" or token == "--":
-            return None
-        if "=" in token:
-            name, value = token.split("=", 1)
-            i += 1
-        elif i + 1 < n:
-            name, value = token, args[i + 1]
-            i += 2
-        else:
-            return None
-        flag = command.by_name.get(name)
-        if flag is None or flag.dest in given:
-            return None
-        given[flag.dest] = value
-    opts: Opts = {}
-    for flag in command.flags:
-        if flag.dest not in given:
-            if flag.required:
-                return None
-            opts[flag.dest] = flag.default
-            continue
-        value = given[flag.dest]
-        if flag.count:
-            if not (value.isascii() and value.isdigit()) or int(value) < 1:
-                return None
-            opts[flag.dest] = int(value)
-        else:
-            opts[flag.dest] = value
-    return args[0], opts
-
-
-# ----------------------------------------------------------------- output
-
-
-def _run_simple(subcommand: str, opts: Opts, clock: Clock) -> None:
-    """Run a call read by :func:`parse_simple`, with the outcomes click gives."""
-    run_outside_click(PROG, lambda: COMMANDS[subcommand].handler(opts, clock))
-
-
 # ------------------------------------------------------------------ click
 
 
-def _click_option(flag: Flag) -> click.Option:
-    import click
-
-    extra: dict[str, Any] = {}
-    if not flag.required:
-        extra["default"] = flag.default
-    if flag.count:
-        extra["type"] = click.IntRange(min=1)
-    if flag.show_default:
-        extra["show_default"] = True
-    if flag.help is not None:
-        extra["help"] = flag.help
-    return click.Option([flag.name], required=flag.required, **extra)
+@click.group(
+    cls=Group,
+    name=PROG,
+    usage_hint=True,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(__version__, prog_name=PROG)
+def cli() -> None:
+    """Generate a Slurm batch script for a TensorRT-LLM test job."""
 
 
-def _click_callback(name: str) -> Callable[..., None]:
-    def callback(**opts: Any) -> None:
-        import click
-
-        clock: Clock = click.get_current_context().obj or default_clock
-        COMMANDS[name].handler(opts, clock)
-
-    return callback
+def _run(handler: Callable[[Opts, Clock], None], opts: Opts) -> None:
+    clock: Clock | None = click.get_current_context().obj
+    handler(opts, clock or default_clock)
 
 
-_CLI: list[click.Group] = []
+@cli.command("pytest")
+@common_options
+@click.option("--test-cmd", required=True, help="The pytest command line, run as written.")
+def pytest_command(**opts: Any) -> None:
+    """A pytest run (single node)."""
+    _run(_pytest, opts)
 
 
-def click_group() -> click.Group:
-    """The click interface built from ``COMMANDS`` (made on first use)."""
-    if _CLI:
-        return _CLI[0]
-    import click
-
-    @click.group(
-        name=PROG,
-        context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
-    )
-    @click.version_option(__version__, prog_name=PROG)
-    def cli() -> None:
-        """Generate a Slurm batch script for a TensorRT-LLM test job."""
-
-    for name, command in COMMANDS.items():
-        params: list[click.Parameter] = [_click_option(flag) for flag in command.flags]
-        cli.add_command(
-            click.Command(name, params=params, callback=_click_callback(name), help=command.help)
-        )
-    _CLI.append(cli)
-    return cli
+@cli.command("custom")
+@common_options
+@click.option("--custom-cmd", required=True, help="The command line, run once per task.")
+@click.option(
+    "--run-script",
+    help="Run script executed in the step (default: the one shipped with "
+    "scriptbuilder, inlined in the batch script).",
+)
+@click.option("--custom-env", default="", help="Shell assignments applied before the command.")
+@click.option("--custom-workdir", help="Default: the container workdir.")
+def custom_command(**opts: Any) -> None:
+    """A custom command."""
+    _run(_custom, opts)
 
 
-def __getattr__(name: str) -> Any:
-    if name == "cli":
-        return click_group()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+@cli.command("bench")
+@common_options
+@click.option(
+    "--bench-cmd",
+    required=True,
+    help="trtllm-bench command; a top-level '&&' separates the prepare-dataset step.",
+)
+def bench_command(**opts: Any) -> None:
+    """A trtllm-bench run (prepare-dataset step, then the benchmark)."""
+    _run(_bench, opts)
+
+
+@cli.command("eval")
+@common_options
+@click.option("--eval-cmd", required=True, help="trtllm-eval command line, run as written.")
+def eval_command(**opts: Any) -> None:
+    """A trtllm-eval run (single node)."""
+    _run(_eval, opts)
 
 
 def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> None:
     """Console entry point. ``clock`` replaces the wall clock (tests)."""
-    args = list(argv) if argv is not None else sys.argv[1:]
-    simple = parse_simple(args)
-    if simple is None:
-        run_click(PROG, click_group(), args, clock, usage_hint=True)
-    else:
-        _run_simple(*simple, clock or default_clock)
+    cli.main(list(argv) if argv is not None else sys.argv[1:], PROG, obj=clock)
 
 
 if __name__ == "__main__":
