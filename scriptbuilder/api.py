@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from scriptbuilder.errors import BuildError
+from scriptbuilder.inputs.earlier_job_spec import JOB_SPEC, read_earlier_job_spec
+from scriptbuilder.inputs.remote_home import Runner
 from scriptbuilder.inputs.slurm_env import load_slurm_env
 from scriptbuilder.job.assembly import docker_job, perf_job, slurm_job
 from scriptbuilder.models import BuildRequest
@@ -75,11 +77,34 @@ def _load_env(ctx: Context) -> None:
     )
 
 
-def _check_inputs(req: BuildRequest) -> None:
+def _check_work_dir(req: BuildRequest) -> None:
     if not req.work_dir.startswith("/"):
         raise BuildError(
             f"work_dir must be an absolute path, got {req.work_dir!r}; pass an absolute path"
         )
+
+
+def _read_earlier_job_spec(ctx: Context) -> None:
+    """An existing <work_dir>/job_spec.json is an input: remote paths come from it
+    when the request has none (the request wins), and its other keys are kept."""
+    found = read_earlier_job_spec(ctx.request.work_dir)
+    if found is None:
+        return
+    earlier, ctx.earlier_job_spec = found
+    if not ctx.is_remote:
+        return
+    update: dict[str, str] = {}
+    for name in ("remote_repo_path", "remote_work_dir"):
+        given, stored = getattr(ctx.request, name), getattr(earlier, name)
+        if given and stored:
+            ctx.trace.chose(name, given, f"{name} input (wins over {JOB_SPEC} {stored})")
+        elif stored:
+            update[name] = ctx.trace.chose(name, stored, f"<work_dir>/{JOB_SPEC}")
+    if update:
+        ctx.request = ctx.request.model_copy(update=update)
+
+
+def _check_inputs(req: BuildRequest) -> None:
     if req.execution_scenario != "local_docker":
         log_dir = "remote_work_dir" if req.execution_scenario == "remote_slurm" else "work_dir"
         check_log_name_part(log_dir, getattr(req, log_dir) or "")
@@ -88,8 +113,9 @@ def _check_inputs(req: BuildRequest) -> None:
             value = getattr(req, name)
             if not value:
                 raise BuildError(
-                    f"{name} is required for remote_slurm; pass the value trtllm-case-executor "
-                    "resolved (it is never derived here)"
+                    f"{name} is required for remote_slurm and is neither in the request nor "
+                    f"in <work_dir>/{JOB_SPEC}; pass the value trtllm-case-executor resolved "
+                    "(it is never derived here)"
                 )
             if not value.startswith("/"):
                 raise BuildError(f"{name} must be an absolute path, got {value!r}")
@@ -122,17 +148,26 @@ def build(
     machine: Callable[[], str] | None = None,
     env_info: EnvInfo | None = None,
     clock: Callable[[], datetime] | None = None,
+    ssh: Runner | None = None,
 ) -> BuiltJob:
     """Resolve ``request`` into a script, a job spec and a report. Reads input
-    files (slurm_env, test files, properties) but writes nothing."""
-    req = load_request(request)
+    files (slurm_env, an earlier job_spec.json, test files, properties) but writes
+    nothing. ``ssh`` runs ``ssh HOST 'echo $HOME'`` when the remote home must be
+    asked (see :mod:`scriptbuilder.inputs.remote_home`)."""
     ctx = Context(
-        request=req, env_info=env_info, environ=os.environ if environ is None else environ
+        request=load_request(request),
+        env_info=env_info,
+        environ=os.environ if environ is None else environ,
     )
     if machine is not None:
         ctx.machine = machine
     if clock is not None:
         ctx.clock = clock
+    if ssh is not None:
+        ctx.ssh = ssh
+    _check_work_dir(ctx.request)
+    _read_earlier_job_spec(ctx)
+    req = ctx.request
     _check_inputs(req)
     _load_env(ctx)
     image = resolve_image(ctx)

@@ -257,7 +257,8 @@ def test_pytest_devices(
     assert data["required_devices"] == devices
     assert data["slurm_params"]["ntasks"] == 1
     assert data["slurm_params"]["nodes"] == 1
-    assert data["slurm_params"]["mpi_plugin"] is None
+    # The cluster's plugin for the executors, while the single-task step runs without MPI.
+    assert data["slurm_params"]["mpi_plugin"] == "pmix_v5"
     assert "--mpi" not in job.script_text
     assert "unset" in job.script_text  # MPI variables cleared in the step
 
@@ -346,7 +347,7 @@ def test_bench_parallelism(
     data = spec(job)
     assert data["required_devices"] == devices
     assert data["slurm_params"]["ntasks"] == devices
-    assert data["slurm_params"]["mpi_plugin"] == mpi
+    assert data["slurm_params"]["mpi_plugin"] == "pmix_v5"  # the cluster's, for the executors
     assert ("prepare the dataset" in job.script_text) is prep
     assert job.script_text.count("--mpi=") == (1 if mpi else 0)
 
@@ -372,7 +373,7 @@ def test_custom_devices(
     data = spec(build_env.build(req))
     assert data["slurm_params"]["ntasks"] == ntasks
     assert data["slurm_params"]["nodes"] == 1
-    assert data["slurm_params"]["mpi_plugin"] is None
+    assert data["slurm_params"]["mpi_plugin"] == "pmix_v5"
 
 
 # ------------------------------------------------------------------ common parameters

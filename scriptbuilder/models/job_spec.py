@@ -1,10 +1,17 @@
-"""job_spec.json: every resolved value an executor needs."""
+"""job_spec.json: every resolved value an executor needs.
+
+The orchestrator writes a first ``job_spec.json`` before the builder runs
+(:class:`EarlierJobSpec`); the builder reads the remote paths from it and keeps
+every key it does not own when it writes its own (:class:`JobSpec`).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from scriptbuilder.models.fields import OneLine
 
 SCHEMA_VERSION = 1
 
@@ -20,26 +27,36 @@ class SlurmParams(BaseModel):
     ntasks_per_node: int
     gpus_per_node: int | None
     gres: str | None = Field(description="'gpu:<n>', or null when no --gres line is written.")
-    mpi_plugin: str | None = Field(description="srun --mpi of the workload step, or null.")
+    mpi_plugin: str | None = Field(
+        description="The cluster's resolved MPI plugin (pmix.preferred, else pmix), for the "
+        "executors' --mpi= flag; the workload steps' own --mpi is in the script."
+    )
 
 
 class JobSpec(BaseModel):
     """Every resolved value an executor needs. Scenario-specific top-level fields
-    are present only for their scenario (omitted rather than null)."""
+    are present only for their scenario (omitted rather than null); keys of an
+    earlier job_spec.json that the builder does not own are kept (extra keys)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="allow", strict=True)
 
     schema_version: int = SCHEMA_VERSION
     generator: str = Field(description="scriptbuilder and its version.")
     workflow_type: str
     model_name: str
     execution_scenario: str
+    scenario: str = Field(description="The same as execution_scenario (the executors' key).")
+    work_dir: str = Field(description="Local work folder (absolute).")
+    repo_root: str | None = Field(None, description="Local checkout (absolute), when known.")
     docker_image: str = Field(
         description="The image as the script uses it: enroot's REGISTRY#IMAGE for pyxis "
         "(Slurm), Docker's REGISTRY/IMAGE for docker run."
     )
     container_image: str = Field(description="The same image in Docker's REGISTRY/IMAGE form.")
+    job_name: str = Field(description="The job's name (Slurm job name, container name).")
     required_devices: int
+    total_required_devices: int = Field(description="GPUs in all (= required_devices).")
+    required_devices_per_node: int
     node_count: int
     script_path: str | None = Field(None, description="Local path of the script (Slurm).")
     script_name: str | None = None
@@ -56,4 +73,43 @@ class JobSpec(BaseModel):
     container_mounts: str | None = None
     docker_cmd: str | None = Field(None, description="The docker run command (local_docker).")
     log_file: str | None = Field(None, description="Where the docker executor tees output.")
+    # Carried through verbatim from the request (or the earlier job_spec.json) for the
+    # executors; ssh_host, slurm_user and remote_cwd fall back to slurm_env's.
+    build_project: Any = None
+    skip_install: Any = None
+    monitor_timeout: Any = None
+    device_type: Any = None
+    gpu_type: Any = None
+    slurm_cluster: Any = None
+    user_name: Any = None
+    ssh_host: Any = None
+    slurm_user: Any = None
+    remote_cwd: Any = None
     warnings: list[str] = []
+
+
+#: Request fields written to job_spec.json as given; an earlier value survives
+#: when the request leaves one out.
+PASS_THROUGH = (
+    "repo_root",
+    "build_project",
+    "skip_install",
+    "monitor_timeout",
+    "device_type",
+    "gpu_type",
+    "slurm_cluster",
+    "user_name",
+    "ssh_host",
+    "slurm_user",
+    "remote_cwd",
+)
+
+
+class EarlierJobSpec(BaseModel):
+    """The job_spec.json found in work_dir before the build (the orchestrator's,
+    or an earlier build's): the fields read from it; every other key is kept."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    remote_repo_path: OneLine | None = None
+    remote_work_dir: OneLine | None = None

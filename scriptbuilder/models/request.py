@@ -6,14 +6,18 @@ Validation is strict: an integer field takes an integer (not ``"4"``, not
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, StringConstraints
 
 from scriptbuilder.models.fields import OneLine, Text
 
 WorkflowType = Literal["pytest", "eval", "bench", "custom", "perf_sanity", "benchmark"]
 ExecutionScenario = Literal["local_docker", "local_slurm", "remote_slurm"]
+#: ``1h``, ``30m``, ``3600s`` or ``HH:MM:SS``, as the orchestrator writes it.
+Duration = Annotated[
+    str, StringConstraints(pattern=r"^([0-9]+[hms]|[0-9]+:[0-5][0-9]:[0-5][0-9])$")
+]
 
 
 class EnvCheck(BaseModel):
@@ -86,3 +90,36 @@ class BuildRequest(BaseModel):
     remote_repo_path: OneLine | None = Field(None, description="Checkout on the cluster (remote).")
     remote_work_dir: OneLine | None = Field(None, description="Work dir on the cluster (remote).")
     env_check: EnvCheck = Field(default_factory=EnvCheck)
+    # The orchestrator's own fields: checked against what the build derives ...
+    total_required_devices: int | None = Field(
+        None, ge=1, description="GPUs the caller expects in all; must equal what the build derives."
+    )
+    required_devices_per_node: int | None = Field(
+        None,
+        ge=1,
+        description="GPUs per node the caller expects; must equal what the build derives.",
+    )
+    # ... or carried through to job_spec.json for the executors.
+    job_name: OneLine | None = Field(
+        None, description="The caller's job name; job_spec.json records the name the script uses."
+    )
+    build_project: bool | None = Field(None, description="Build the checkout first (executors).")
+    skip_install: bool | None = Field(None, description="Skip the install step (executors).")
+    monitor_timeout: Duration | None = Field(
+        None, description="How long the executor watches the job: 1h, 30m, 3600s or HH:MM:SS."
+    )
+    slurm_cluster: OneLine | None = Field(None, description="Cluster name (executors).")
+    gpu_type: OneLine | None = Field(None, description="GPU type (local_docker executor).")
+    user_name: OneLine | None = Field(None, description="The user's name (recorded only).")
+    ssh_host: OneLine | None = Field(
+        None, description="Login host (remote); wins over slurm_env.ssh_host."
+    )
+    slurm_user: OneLine | None = Field(
+        None, description="User on the login host (remote); wins over slurm_env.slurm_user."
+    )
+    slurm_password: SecretStr | None = Field(
+        None, description="Accepted and never written anywhere.", exclude=True
+    )
+    remote_cwd: OneLine | None = Field(
+        None, description="The user's folder on the cluster; wins over slurm_env.remote_cwd."
+    )

@@ -1,11 +1,28 @@
-"""job_spec.json (procedure Step 5): the document, in the ``JobSpec`` field order."""
+"""job_spec.json (procedure Step 5): the document, in the ``JobSpec`` field order.
+
+:func:`job_spec_for` adds what every executor reads (work_dir, scenario,
+container_image, device counts, the orchestrator's pass-through fields), checks
+the caller's own device and node counts against the build's, and keeps every key
+of the earlier job_spec.json that the builder does not own.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import posixpath
 from typing import Any
 
+from scriptbuilder.errors import BuildError
 from scriptbuilder.models import JobSpec
+from scriptbuilder.models.job_spec import PASS_THROUGH
+from scriptbuilder.resolution.context import Context
+
+#: Fields the builder owns: written by every build, or left out when they do not
+#: apply (so a stale value from an earlier file never survives).
+OWNED = frozenset(JobSpec.model_fields) - frozenset(PASS_THROUGH)
+#: Connection fields an executor reads that slurm_env.json may know.
+_FROM_SLURM_ENV = ("ssh_host", "slurm_user", "remote_cwd")
 
 
 def job_spec_document(**fields: Any) -> dict[str, Any]:
@@ -22,6 +39,73 @@ def job_spec_document(**fields: Any) -> dict[str, Any]:
             value = None if info.is_required() else info.get_default(call_default_factory=True)
         if value is not None:
             doc[name] = value
+    return doc
+
+
+def _check_callers_word(ctx: Context, devices: int, nodes: int, per_node: int) -> None:
+    """The orchestrator's own counts, when given, must be what the build derived."""
+    req = ctx.request
+    for name, given, derived in (
+        ("total_required_devices", req.total_required_devices, devices),
+        ("required_devices_per_node", req.required_devices_per_node, per_node),
+        ("node_count", req.node_count, nodes),
+    ):
+        if given is not None and given != derived:
+            raise BuildError(
+                f"{name} = {given} from the request, but this build needs {derived} "
+                f"({devices} GPUs on {nodes} node(s); see --explain); pass {name} {derived} "
+                "or leave it out"
+            )
+
+
+def _pass_through(ctx: Context) -> dict[str, Any]:
+    """Request values, else the earlier job_spec.json's, else (remote) slurm_env's
+    connection fields."""
+    req, earlier = ctx.request, ctx.earlier_job_spec or {}
+    env = ctx.slurm_env_raw or {}
+    out: dict[str, Any] = {}
+    for name in PASS_THROUGH:
+        value = getattr(req, name)
+        if value is None:
+            value = earlier.get(name)
+        if value is None and name in _FROM_SLURM_ENV and ctx.is_remote:
+            value = env.get(name)
+        out[name] = value
+    if req.repo_root:
+        out["repo_root"] = posixpath.normpath(req.repo_root)
+    return out
+
+
+def job_spec_for(ctx: Context, *, job_name: str, **fields: Any) -> dict[str, Any]:
+    """The whole job_spec.json of a build: ``fields`` (the scenario's), the fields
+    every executor reads, then the earlier file's keys that the builder does not own."""
+    req = ctx.request
+    devices, nodes = fields["required_devices"], fields["node_count"]
+    per_node = math.ceil(devices / max(nodes, 1))
+    _check_callers_word(ctx, devices, nodes, per_node)
+    if req.job_name and req.job_name != job_name:
+        ctx.trace.warn(
+            f"job_name {req.job_name!r} from the request is not used: the script names the "
+            f"job {job_name!r}, and job_spec.json records that"
+        )
+    remote = ctx.is_remote
+    doc = job_spec_document(
+        execution_scenario=req.execution_scenario,
+        scenario=req.execution_scenario,
+        work_dir=posixpath.normpath(req.work_dir),
+        job_name=job_name,
+        total_required_devices=devices,
+        required_devices_per_node=per_node,
+        slurm_env=ctx.slurm_env_raw,
+        remote_repo_path=req.remote_repo_path if remote else None,
+        remote_work_dir=req.remote_work_dir if remote else None,
+        warnings=list(ctx.trace.warnings),
+        **_pass_through(ctx),
+        **fields,
+    )
+    for key, value in (ctx.earlier_job_spec or {}).items():
+        if key not in OWNED and key not in doc:
+            doc[key] = value
     return doc
 
 

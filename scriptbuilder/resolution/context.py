@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from scriptbuilder.inputs.remote_home import Runner, run_ssh
 from scriptbuilder.models import BuildRequest, SlurmEnv
 from scriptbuilder.resolution.trace import Trace
 
@@ -30,6 +31,10 @@ class Context:
     env_info: EnvInfo | None = None
     clock: Callable[[], datetime] = datetime.now
     trace: Trace = field(default_factory=Trace)
+    #: The job_spec.json that was in work_dir before the build (raw), if any.
+    earlier_job_spec: dict[str, Any] | None = None
+    #: Runs ssh for the remote home (``ssh HOST 'echo $HOME'``).
+    ssh: Runner = run_ssh
 
     @property
     def is_slurm(self) -> bool:

@@ -6,6 +6,7 @@ import posixpath
 from dataclasses import dataclass
 
 from scriptbuilder.errors import BuildError
+from scriptbuilder.inputs.remote_home import remote_home
 from scriptbuilder.resolution.context import Context
 
 DEFAULT_MODELS_ROOT = "/scratch.trt_llm_data/llm-models"
@@ -62,16 +63,31 @@ def resolve_models_root(ctx: Context) -> str:
     return ctx.trace.chose("llm_models_root", DEFAULT_MODELS_ROOT, "default")
 
 
+def _remote_home(ctx: Context) -> str:
+    """The parent of remote_cwd (request, else slurm_env), else ``$HOME`` from the
+    login host (ssh_host / slurm_user: request, else slurm_env)."""
+    req, env = ctx.request, ctx.slurm_env
+    cwd, where = req.remote_cwd, "remote_cwd input"
+    if not cwd and env is not None:
+        cwd, where = env.remote_cwd, "slurm_env.remote_cwd"
+    if cwd:
+        home = posixpath.dirname(_absolute(where.split()[0], cwd)) or "/"
+        return ctx.trace.chose("home", home, f"parent of {where}")
+    host = req.ssh_host or (env.ssh_host if env else None)
+    if not host:
+        raise BuildError(
+            "home: slurm_env.remote_cwd is not set and no ssh_host is known, so the cluster "
+            "home is unknown; rerun the Slurm probe with remote access so it records "
+            "remote_cwd, or pass ssh_host"
+        )
+    user = req.slurm_user or (env.slurm_user if env else None)
+    home = posixpath.normpath(remote_home(host, user, ctx.ssh))
+    return ctx.trace.chose("home", home, f"ssh {host} 'echo $HOME' (remote_cwd not set)")
+
+
 def resolve_home(ctx: Context) -> str:
     if ctx.is_remote:
-        cwd = ctx.slurm_env.remote_cwd if ctx.slurm_env else None
-        if not cwd:
-            raise BuildError(
-                "home: slurm_env.remote_cwd is not set, so the cluster home is unknown; "
-                "rerun the Slurm probe with remote access so it records remote_cwd"
-            )
-        home = posixpath.dirname(_absolute("slurm_env.remote_cwd", cwd)) or "/"
-        return ctx.trace.chose("home", home, "parent of slurm_env.remote_cwd")
+        return _remote_home(ctx)
     local_home = ctx.environ.get("HOME")
     if not local_home:
         raise BuildError("home: $HOME is not set; set HOME to your home folder")

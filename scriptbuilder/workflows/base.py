@@ -88,7 +88,7 @@ class Workflow(ABC):
     job_suffix: ClassVar[str]
     script_suffix: ClassVar[str] = ".slurm"
     success_patterns: ClassVar[tuple[str, ...]] = ("passed",)
-    failure_patterns: ClassVar[tuple[str, ...]] = ("FAILED", "Error", "AssertionError")
+    failure_patterns: ClassVar[tuple[str, ...]] = ("FAILED", "ERROR")
 
     def job_name(self, model_name: str) -> str:
         return f"{model_name}_{self.job_suffix}"

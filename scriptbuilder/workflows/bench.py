@@ -12,7 +12,7 @@ class BenchWorkflow(Workflow):
 
     kind = "bench"
     job_suffix = "bench"
-    success_patterns = ("Throughput", "Request Throughput")
+    success_patterns = ("token/s", "throughput")
 
     def __init__(self, prep_cmd: str, run_cmd: str) -> None:
         self.prep_cmd = prep_cmd

@@ -42,7 +42,8 @@ class CustomWorkflow(Workflow):
 
     kind = "custom"
     job_suffix = "custom"
-    success_patterns = ("Custom command finished with exit code 0",)
+    success_patterns = ()
+    failure_patterns = ("Error", "Traceback")
 
     custom_cmd: str
     _: KW_ONLY

@@ -21,7 +21,7 @@ _EVAL_INSTALL_BODY: tuple[Statement, ...] = (
 class EvalWorkflow(Workflow):
     kind = "eval"
     job_suffix = "eval"
-    success_patterns = ("accuracy:",)
+    success_patterns = ("accuracy:", "score:")
 
     def __init__(self, eval_cmd: str) -> None:
         self.eval_cmd = eval_cmd

@@ -1,0 +1,38 @@
+"""The ``<work_dir>/job_spec.json`` found before a build.
+
+The orchestrator writes it first (``container_image``, ``build_project``,
+``device_type``, ``repo_root`` and, for remote runs, ``remote_repo_path`` and
+``remote_work_dir``); the procedure reads the remote paths from it. A file that
+is there but cannot be read as a JSON object stops the build, and is left as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from pathlib import Path
+from typing import Any
+
+from scriptbuilder.errors import BuildError
+from scriptbuilder.inputs.request_file import parse_json, read_limited
+from scriptbuilder.models.job_spec import EarlierJobSpec
+from scriptbuilder.models.messages import validated
+
+JOB_SPEC = "job_spec.json"
+_FIX = "fix it or remove it (it is read for remote_repo_path and remote_work_dir)"
+
+
+def read_earlier_job_spec(work_dir: str) -> tuple[EarlierJobSpec, dict[str, Any]] | None:
+    """The checked fields and the raw object, or None when there is no file."""
+    path = posixpath.join(work_dir, JOB_SPEC)
+    if not Path(path).is_file():
+        return None
+    label = f"existing {path}"
+    text = read_limited(path, label)
+    try:
+        raw = parse_json(text, label)
+    except json.JSONDecodeError as exc:
+        raise BuildError(f"{label} is not valid JSON ({exc}); {_FIX}") from None
+    if not isinstance(raw, dict):
+        raise BuildError(f"{label} must hold a JSON object; {_FIX}")
+    return validated(EarlierJobSpec, raw, f"{label}: field", _FIX), raw
