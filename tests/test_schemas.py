@@ -54,6 +54,11 @@ def test_multi_line_commands_are_accepted() -> None:
     assert req.custom_cmd == "echo a\necho b\r\n"
 
 
+def test_unknown_field_message_is_bounded() -> None:
+    message = request_error({"workflow_type": "pytest", "work_dir": "/w", "colour": 1})
+    assert len(message) < 400 and message.endswith(", ...")
+
+
 def test_messages_are_short_for_huge_values() -> None:
     message = request_error({"workflow_type": "pytest", "work_dir": "/w", "account": ["x" * 10**6]})
     assert len(message) < 300

@@ -17,6 +17,8 @@ from pydantic_core import ErrorDetails
 
 #: Longest value or field name quoted in a message.
 MAX_QUOTED = 60
+#: Longest list of known field names in a message (the schema has them all).
+MAX_LISTED = 240
 
 _repr = reprlib.Repr()
 _repr.maxstring = _repr.maxother = MAX_QUOTED
@@ -112,7 +114,10 @@ def describe(exc: ValidationError, model: type[BaseModel], subject: str, fix: st
         close = difflib.get_close_matches(unknown[: MAX_QUOTED * 2], known, n=1)
         if close:
             return f"{subject} {name} is unknown; did you mean {close[0]!r}?"
-        return f"{subject} {name} is unknown; known fields: {', '.join(known)}"
+        listed = ", ".join(known)
+        if len(listed) > MAX_LISTED:
+            listed = listed[: listed.rfind(", ", 0, MAX_LISTED)] + ", ..."
+        return f"{subject} {name} is unknown; known fields: {listed}"
     if first["type"] == "missing":
         return f"{subject} {name} is required; add it"
     # A value refused by every member of a union: one error per member, same field.
