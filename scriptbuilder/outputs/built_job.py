@@ -69,26 +69,43 @@ class BuiltJob:
         return JobSpec.model_validate(self.job_spec_data)
 
     def write(self) -> list[Path]:
-        """Create ``work_dir`` and write every file atomically; returns the paths.
+        """Create ``work_dir`` and write every file; returns the documented paths.
 
-        On the perf-sanity path submit.py runs first (its full output is kept in
-        ``work_dir``); if it fails, job_spec.json is not written."""
-        Path(self.request.work_dir).mkdir(parents=True, exist_ok=True)
+        The files in ``work_dir`` (job_spec.json, the script, a run script copy)
+        are published together as one generation (see
+        :mod:`scriptbuilder.outputs.atomic`): a reader, or a build killed at any
+        moment, sees either the earlier files or all the new ones. Builds into one
+        ``work_dir`` take its lock, so they follow one another. On the
+        perf-sanity path submit.py runs first and writes the launch script into
+        the new generation (its full output is kept in ``work_dir``); if it
+        fails, nothing is published."""
+        from scriptbuilder.outputs.atomic import generation
+
         written: list[Path] = []
-        if self.submit is not None:
-            from scriptbuilder.workflows.perf_sanity import run_submit
+        with generation(self.request.work_dir) as gen:
+            if self.submit is not None:
+                from scriptbuilder.workflows.perf_sanity import run_submit
 
-            for out in self.submit.inputs:
-                write_atomic(out.path, out.text, out.mode)
+                for out in self.submit.inputs:
+                    write_atomic(out.path, out.text, out.mode)
+                    written.append(Path(out.path))
+                script = str(self.job_spec_data["script_path"])
+                argv = list(self.submit.argv)
+                if gen.owns(script):
+                    # submit.py writes the launch script into the new generation
+                    argv = [gen.path_for(script) if a == script else a for a in argv]
+                run_submit(
+                    argv,
+                    cwd=self.submit.cwd,
+                    timeout=self.submit.timeout,
+                    output_log=self.submit.output_log,
+                )
+                written.append(Path(script))
+            for out in self.files:
+                if gen.owns(out.path):
+                    gen.write(out.path, out.text, out.mode)
+                else:
+                    write_atomic(out.path, out.text, out.mode)
                 written.append(Path(out.path))
-            run_submit(
-                list(self.submit.argv),
-                cwd=self.submit.cwd,
-                timeout=self.submit.timeout,
-                output_log=self.submit.output_log,
-            )
-            written.append(Path(self.job_spec_data["script_path"]))
-        for out in self.files:
-            write_atomic(out.path, out.text, out.mode)
-            written.append(Path(out.path))
+            gen.commit()
         return written

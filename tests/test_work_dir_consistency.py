@@ -1,0 +1,176 @@
+"""work_dir always holds a consistent pair: job_spec.json and the script it names
+come from the same build, whatever moment a build is killed, and builds into one
+work_dir follow one another.
+
+Builds run in forked child processes (``BuiltJob.write`` of prepared jobs) and
+are killed with SIGKILL at random moments (fixed seed, bounded trials).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import random
+import signal
+import time
+from pathlib import Path
+
+from scriptbuilder.api import BuiltJob
+from tests.build_env import BuildEnv
+
+IMAGES = [f"nvcr.io#nvidia/tensorrt-llm:1.{i}" for i in range(4)]
+TRIALS = 40
+
+
+def _jobs(build_env: BuildEnv) -> list[BuiltJob]:
+    """Custom jobs with different images; two share a model name (so the same
+    file names), the others have their own script names."""
+    jobs = []
+    for i, image in enumerate(IMAGES):
+        model = "shared" if i < 2 else f"model_{i}"
+        request = build_env.request(
+            "custom",
+            custom_cmd=f"echo build {i}",
+            container_image=image,
+            model_name=model,
+        )
+        jobs.append(build_env.build(request))
+    return jobs
+
+
+def _shown(work_dir: Path) -> tuple[str, str] | None:
+    """(job_spec.json text, text of the script it names), or None before any build."""
+    spec_path = work_dir / "job_spec.json"
+    if not spec_path.exists():
+        return None
+    spec_text = spec_path.read_text(encoding="utf-8")
+    script = Path(json.loads(spec_text)["script_path"])
+    assert script.parent == work_dir
+    assert os.access(script, os.X_OK), f"{script} is not executable"
+    return spec_text, script.read_text(encoding="utf-8")
+
+
+def _assert_consistent(work_dir: Path, jobs: list[BuiltJob]) -> None:
+    shown = _shown(work_dir)
+    if shown is None:
+        return
+    pairs = [(job.job_spec_json, job.script_text) for job in jobs]
+    assert shown in pairs, "job_spec.json and the script come from different builds"
+    spec = json.loads(shown[0])
+    assert spec["docker_image"] in shown[1] and spec["model_name"] in shown[1]
+
+
+def _assert_no_leftovers(work_dir: Path, job: BuiltJob) -> None:
+    state = work_dir / ".scriptbuilder"
+    entries = sorted(os.listdir(state))
+    assert entries[:1] == ["current"] and entries[-1] == "lock", entries
+    assert len([e for e in entries if e.startswith("gen-")]) == 1, entries
+    visible = sorted(e for e in os.listdir(work_dir) if e != ".scriptbuilder")
+    assert [e for e in visible if e.endswith(".tmp")] == []
+    # the documented files of the last build, and the inputs that were there before
+    assert set(visible) == {"job_spec.json", job.script_name, "slurm_env.json"}, visible
+
+
+def _fork_writer(job: BuiltJob, *, loop: bool, ready: int | None = None) -> int:
+    pid = os.fork()
+    if pid == 0:  # the child: writes, then leaves without running any test teardown
+        try:
+            if ready is not None:
+                os.write(ready, b"x")
+            while True:
+                job.write()
+                if not loop:
+                    break
+        finally:
+            os._exit(0)
+    return pid
+
+
+def _reap(pid: int) -> int:
+    return os.waitpid(pid, 0)[1]
+
+
+def test_a_build_killed_at_any_moment_leaves_a_consistent_pair(build_env: BuildEnv) -> None:
+    jobs = _jobs(build_env)
+    work_dir = build_env.work_dir
+    rng = random.Random(1414)
+    jobs[0].write()
+    start = time.perf_counter()
+    jobs[1].write()
+    one_write = time.perf_counter() - start
+    for _ in range(TRIALS):
+        job = rng.choice(jobs)
+        read, write = os.pipe()
+        pid = _fork_writer(job, loop=True, ready=write)
+        os.read(read, 1)
+        os.close(read)
+        os.close(write)
+        time.sleep(rng.uniform(0, 3 * one_write))
+        os.kill(pid, signal.SIGKILL)
+        _reap(pid)
+        _assert_consistent(work_dir, jobs)
+    last = rng.choice(jobs)
+    last.write()
+    _assert_consistent(work_dir, jobs)
+    assert _shown(work_dir) == (last.job_spec_json, last.script_text)
+    _assert_no_leftovers(work_dir, last)
+
+
+def test_concurrent_builds_follow_one_another(build_env: BuildEnv) -> None:
+    first, second = _jobs(build_env)[:2]  # same file names, different images
+    work_dir = build_env.work_dir
+    for _ in range(10):
+        pids = [_fork_writer(first, loop=False), _fork_writer(second, loop=False)]
+        assert [_reap(pid) for pid in pids] == [0, 0]
+        _assert_consistent(work_dir, [first, second])
+    second.write()
+    _assert_no_leftovers(work_dir, second)
+
+
+def test_a_build_waits_for_the_one_holding_the_lock(build_env: BuildEnv) -> None:
+    first, second = _jobs(build_env)[:2]
+    work_dir = build_env.work_dir
+    first.write()
+    lock = os.open(work_dir / ".scriptbuilder" / "lock", os.O_RDWR)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    pid = _fork_writer(second, loop=False)
+    time.sleep(0.3)
+    assert _shown(work_dir) == (first.job_spec_json, first.script_text)  # still waiting
+    fcntl.flock(lock, fcntl.LOCK_UN)
+    os.close(lock)
+    assert _reap(pid) == 0
+    assert _shown(work_dir) == (second.job_spec_json, second.script_text)
+
+
+def test_files_written_before_this_layout_are_taken_over(build_env: BuildEnv) -> None:
+    first, second = _jobs(build_env)[:2]
+    work_dir = build_env.work_dir
+    work_dir.mkdir(parents=True, exist_ok=True)
+    (work_dir / "job_spec.json").write_text(first.job_spec_json, encoding="utf-8")
+    script = work_dir / first.script_name
+    script.write_text(first.script_text, encoding="utf-8")
+    script.chmod(0o755)
+    second.write()
+    assert _shown(work_dir) == (second.job_spec_json, second.script_text)
+    assert (work_dir / "job_spec.json").is_symlink()
+    _assert_no_leftovers(work_dir, second)
+
+
+def test_a_job_spec_rewritten_by_another_tool_is_kept_until_the_next_build(
+    build_env: BuildEnv,
+) -> None:
+    first, second = _jobs(build_env)[:2]
+    work_dir = build_env.work_dir
+    first.write()
+    # the orchestrator adds its keys by writing a new file in place of the link
+    spec = json.loads(first.job_spec_json)
+    spec["repo_url"] = "https://example.invalid/repo.git"
+    edited = json.dumps(spec)
+    tmp = work_dir / "job_spec.json.new"
+    tmp.write_text(edited, encoding="utf-8")
+    os.replace(tmp, work_dir / "job_spec.json")
+    assert _shown(work_dir) == (edited, first.script_text)
+    second.write()
+    assert _shown(work_dir) == (second.job_spec_json, second.script_text)
+    _assert_no_leftovers(work_dir, second)
