@@ -117,3 +117,12 @@ def test_api_cli_and_model_agree(
     assert cli == api
     if api is not None:
         assert f"'{name}" in api and len(api) < 400
+
+
+def test_built_job_request_is_a_build_request(build_env: BuildEnv) -> None:
+    data = build_env.request("custom")
+    job = build_env.build(data)
+    assert isinstance(job.request, BuildRequest)
+    dumped = job.request.model_dump(exclude_defaults=True)
+    assert dumped == BuildRequest.model_validate(data).model_dump(exclude_defaults=True)
+    assert build_env.build(job.request).job_spec_json == job.job_spec_json
