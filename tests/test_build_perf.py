@@ -24,8 +24,11 @@ def argv_after_python(build_env: BuildEnv, argv: tuple[str, ...]) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("config", "test_name", "devices", "nodes"),
-    [(AGGR, SERVER, 2, 1), (DISAGG, None, 12, 2)],
+    ("config", "test_name", "devices", "nodes", "success"),
+    [
+        (AGGR, SERVER, 2, 1, "Aggregated test completed successfully"),
+        (DISAGG, None, 12, 2, "Disagg server and benchmark completed successfully"),
+    ],
     ids=["aggregated", "disaggregated"],
 )
 def test_config_file_runs_submit_py(
@@ -35,6 +38,7 @@ def test_config_file_runs_submit_py(
     test_name: str | None,
     devices: int,
     nodes: int,
+    success: str,
 ) -> None:
     local = build_env.root / config.name
     shutil.copy(config, local)
@@ -51,12 +55,16 @@ def test_config_file_runs_submit_py(
     assert data["slurm_params"]["ntasks_per_node"] == 8
     assert data["script_name"] == "slurm_launch.sh"
     assert data["log_file_pattern"] == "slurm-%j.out"
-    assert data["success_patterns"] == ["8_done_"]
-    assert "--mpi-type" in argv and argv[argv.index("--mpi-type") + 1] == "pmix_v5"
+    assert data["success_patterns"] == [success]
+    # submit.py picks --mpi per step; the job spec still carries the cluster's plugin
+    assert "--mpi-type" not in argv and "--benchmark-mode" not in argv
+    assert data["slurm_params"]["mpi_plugin"] == "pmix_v5"
     assert argv[argv.index("--job-name") + 1] == "demo_benchmark"
     assert not (build_env.work_dir / "slurm_launch.sh").exists()  # pure until write()
     job.write()
-    assert (build_env.work_dir / "slurm_launch.sh").is_file()
+    launch = build_env.work_dir / "slurm_launch.sh"
+    assert launch.is_file()
+    assert f'echo "{success}"' in launch.read_text()  # what the launch script prints last
     assert (build_env.work_dir / "submit_py.log").is_file()
     assert build_env.scrub(job.job_spec_json) == json_snapshot(name="job_spec")
     assert (build_env.work_dir / "job_spec.json").read_text() == job.job_spec_json

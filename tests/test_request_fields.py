@@ -28,6 +28,7 @@ KINDS: dict[str, tuple[list[Any], list[Any]]] = {
     "required_devices": COUNT,
     "node_count": COUNT,
     "persistent_mode": FLAG,
+    "perf_benchmark_mode": (["e2e", "gen_only", "ctx_only", None], ["E2E", "both", 1, True]),
     "env_check": (
         [{}, {"gpus_per_node": 2, "available_gpus": 0, "default_models_repo": "/m"}],
         [

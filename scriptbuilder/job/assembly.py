@@ -202,7 +202,8 @@ def perf_job(ctx: Context, target: SlurmTarget, plan: SubmitPlan) -> BuiltJob:
         extra_files=[],
         slurm_params=_slurm_params(
             target,
-            TaskShape(nodes, nodes * gpus_per_node, gpus_per_node, plan.mpi_type),
+            # the cluster's resolved plugin, for the executors (submit.py picks its own)
+            TaskShape(nodes, nodes * gpus_per_node, gpus_per_node, target.mpi_plugin),
             gpus_per_node,
             f"gpu:{gpus_per_node}" if target.gpu_gres else None,
         ),

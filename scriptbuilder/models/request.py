@@ -64,6 +64,10 @@ class BuildRequest(BaseModel):
     custom_env: Text | None = Field(None, description="Shell assignments applied first (custom).")
     perf_config_yaml: OneLine | None = Field(None, description="Perf-sanity/benchmark config YAML.")
     perf_test_name: OneLine | None = Field(None, description="Server name in an aggregated config.")
+    perf_benchmark_mode: Literal["e2e", "gen_only", "ctx_only"] | None = Field(
+        None,
+        description="submit.py --benchmark-mode for a disaggregated config file (default e2e).",
+    )
     model_name: OneLine | None = Field(None, description="Job name prefix; derived when possible.")
     required_devices: int | None = Field(None, ge=1, description="GPUs needed (default 1).")
     node_count: int | None = Field(None, ge=1, description="Nodes requested.")

@@ -15,6 +15,9 @@ from scriptbuilder.inputs.image_tags import (
 from scriptbuilder.inputs.slurm_env import client_tools_missing, find_partition
 from scriptbuilder.resolution.context import Context
 
+#: ``device_type`` prefixes of Grace-based (aarch64) systems: GB200, GB300, GH200.
+GRACE_PREFIXES = ("GB", "GH")
+
 
 def resolve_arch(ctx: Context) -> str:
     """``uname -m`` for local_docker; the partition's arch for Slurm, with the fallbacks."""
@@ -25,6 +28,10 @@ def resolve_arch(ctx: Context) -> str:
     part = find_partition(env, req.partition or "") if env else None
     if env is not None and not client_tools_missing(env) and part and part.arch:
         return trace.chose("arch", normalize_arch(part.arch), f"slurm_env partition {part.name}")
+    device = (req.device_type or "").strip()
+    if device.upper().startswith(GRACE_PREFIXES):
+        # Grace Blackwell / Grace Hopper nodes are Arm, as case-executor decides
+        return trace.chose("arch", "aarch64", f"device_type {device} (GB*/GH*: Grace, aarch64)")
     if ctx.env_info is not None:
         arch = ctx.env_info.arch(req.partition)
         if arch:
@@ -33,6 +40,17 @@ def resolve_arch(ctx: Context) -> str:
         return trace.chose(
             "arch", normalize_arch(ctx.machine()), "uname -m (partition arch unknown)"
         )
+    if device:
+        return trace.chose(
+            "arch",
+            "x86_64",
+            f"default for remote_slurm (partition arch unknown; device_type {device})",
+        )
+    trace.warn(
+        f"architecture of partition {req.partition} is unknown (slurm_env arch is null, no "
+        "device_type, no internal-env-info): using the x86_64 image; pass device_type or "
+        "container_image if the nodes are Arm"
+    )
     return trace.chose("arch", "x86_64", "default for remote_slurm (partition arch unknown)")
 
 

@@ -7,6 +7,7 @@ submit.py writes the launch script itself.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -21,6 +22,10 @@ if TYPE_CHECKING:
 
 #: How long submit.py may run before the build gives up on it.
 SUBMIT_TIMEOUT = 300.0
+#: The last lines of jenkins/scripts/perf/{aggregated,disaggregated}/slurm_launch_draft.sh
+#: (the body submit.py appends to the launch script) when every step succeeded.
+AGGR_SUCCESS = "Aggregated test completed successfully"
+DISAGG_SUCCESS = "Disagg server and benchmark completed successfully"
 
 
 @dataclass(frozen=True)
@@ -47,9 +52,18 @@ class SubmitPlan:
     #: The launch script's ``#SBATCH --output`` (``<work-dir>/slurm-%j.out``).
     log_file_pattern: str
     output_log: Path
-    #: What the launch script's log says.
-    success_patterns: ClassVar[tuple[str, ...]] = ("8_done_",)
+    #: What the launch script's log says when it fails (its own lines start ``Error: ``).
     failure_patterns: ClassVar[tuple[str, ...]] = ("FAILED", "Error", "AssertionError")
+
+    @property
+    def success_patterns(self) -> tuple[str, ...]:
+        """The line TensorRT-LLM's launch script prints last on success: the
+        disaggregated one for disaggregated runs, else the aggregated one
+        (``ctx_only`` runs a disaggregated config on the aggregated path)."""
+        checked = self.checked
+        if checked.config.disaggregated and checked.benchmark_mode != "ctx_only":
+            return (DISAGG_SUCCESS,)
+        return (AGGR_SUCCESS,)
 
 
 def wants_perf_path(ctx: Context) -> bool:
@@ -64,13 +78,59 @@ def wants_perf_path(ctx: Context) -> bool:
     return bool(req.perf_config_yaml) or is_perf_sanity(req.test_cmd or "")
 
 
-def _perf_test_id(test_cmd: str) -> str | None:
+# The orchestrator's form: ``pytest .../test_perf_sanity.py -v "test_e2e[aggr-...]"``.
+_BARE_CASE = re.compile(r"test_\w+\[[^\[\]]+\]")
+
+
+def _bare_case(test_cmd: str) -> str | None:
+    """A ``test_e2e[...]`` word standing on its own (the test named apart from its file)."""
+    from scriptbuilder.inputs.shellwords import ShellSyntaxError, tokenize
+
+    try:
+        tokens = tokenize(test_cmd)
+    except ShellSyntaxError:
+        return None
+    return next((t.value for t in tokens if _BARE_CASE.fullmatch(t.value)), None)
+
+
+def _perf_test_id(ctx: Context, test_cmd: str) -> str | None:
+    """The perf-sanity test id: ``file.py::test_e2e[...]``, or the file and a separate
+    ``test_e2e[...]`` word joined into that form."""
     from scriptbuilder.inputs.tests import parse_test_ids
 
     for test_id in parse_test_ids(test_cmd):
-        if "test_perf_sanity" in test_id.path:
+        if "test_perf_sanity" not in test_id.path:
+            continue
+        bare = None
+        if test_id.cls is None and test_id.func is None and test_id.case is None:
+            bare = _bare_case(test_cmd)
+        if bare is None:
             return str(test_id)
+        return ctx.trace.chose(
+            "perf test id", f"{test_id.path}::{bare}", f"{bare} given after the file in test_cmd"
+        )
     return None
+
+
+def _benchmark_mode(ctx: Context, checked: PerfPreflight, test_list: str | None) -> str | None:
+    """``perf_benchmark_mode`` for submit.py's ``--benchmark-mode`` (config files only:
+    a test id carries its own mode)."""
+    mode = ctx.request.perf_benchmark_mode
+    if mode is None:
+        return None
+    if test_list is not None:
+        if mode != (checked.benchmark_mode or "e2e"):
+            raise BuildError(
+                f"perf_benchmark_mode {mode!r} disagrees with test id {test_list!r}, which "
+                "names its own mode; drop perf_benchmark_mode or change the test id"
+            )
+        return None
+    if not checked.config.disaggregated:
+        raise BuildError(
+            f"perf_benchmark_mode {mode!r} applies to disaggregated configs, and "
+            f"{checked.config_path.name} is aggregated; drop perf_benchmark_mode"
+        )
+    return ctx.trace.chose("benchmark mode", mode, "perf_benchmark_mode input")
 
 
 def _model_name(ctx: Context, checked: PerfPreflight) -> str:
@@ -111,7 +171,7 @@ def resolve_perf(
             "jenkins/scripts/perf/local/submit.py); pass repo_root"
         )
     submit_py = submit_py_path(req.repo_root)
-    test_list = None if eval_fallback else _perf_test_id(req.test_cmd or "")
+    test_list = None if eval_fallback else _perf_test_id(ctx, req.test_cmd or "")
     config = req.perf_config_yaml
     if test_list is None and not config:
         why = (
@@ -126,8 +186,10 @@ def resolve_perf(
         test_list=test_list,
         config_file=None if test_list else config,
         test_name=req.perf_test_name,
+        benchmark_mode=req.perf_benchmark_mode,
         repo_root=req.repo_root,
     )
+    benchmark_mode = _benchmark_mode(ctx, checked, test_list)
     kind = perf_job_kind(test_list)
     model = model_name or _model_name(ctx, checked)
     work_dir = Path(req.work_dir)
@@ -151,7 +213,7 @@ def resolve_perf(
         test_list=test_list,
         config_file=config_arg,
         test_name=None if test_list else req.perf_test_name,
-        benchmark_mode=None,
+        benchmark_mode=benchmark_mode,
         partition=target.partition,
         account=target.account,
         job_name=perf_job_name(model, kind),
@@ -162,7 +224,10 @@ def resolve_perf(
         llm_models_root=mounts.models_root,
         launch_sh=launch_sh,
         time=target.time_limit,
-        mpi_type=target.pmix_preferred,
+        # Only the procedure's flags: submit.py picks --mpi itself per step (pmix for
+        # multi-GPU aggregated runs and disaggregated workers, none for one GPU);
+        # --mpi-type would force one plugin onto every step, install included.
+        mpi_type=None,
     )
     argv = submit_argv(request)
     trace.chose("submit.py", " ".join(argv[1:2]), "repo_root/jenkins/scripts/perf/local")

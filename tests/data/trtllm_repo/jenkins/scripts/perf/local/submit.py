@@ -239,11 +239,22 @@ def launch_script(
     )
     lines += ["# shellcheck disable=SC2054  # commas inside --container-mounts"]
     lines += ["srunArgs=(", *(f"  {q(a)}" for a in srun_args), ")", ""]
+    # The closing lines of the real slurm_launch_draft.sh bodies (aggregated and
+    # disaggregated): an "Error: ..." line and exit 1 on failure, else the success line.
+    what, done = (
+        ("Aggregated test", "Aggregated test completed successfully")
+        if runtime == "aggregated"
+        else ("Benchmark", "Disagg server and benchmark completed successfully")
+    )
     lines += [
         'mkdir -p "$jobWorkspace" "$testOutputDir"',
-        f'srun "${{srunArgs[@]}}" --kill-on-bad-exit=1 -N "$totalNodes" '
-        f"--ntasks-per-node={hw['per_node']} bash -c {q(pytest_cmd)}",
-        'echo "perf-sanity stand-in job finished"',
+        f'if ! srun "${{srunArgs[@]}}" --kill-on-bad-exit=1 -N "$totalNodes" '
+        f"--ntasks-per-node={hw['per_node']} bash -c {q(pytest_cmd)}; then",
+        f'    echo "Error: {what} failed. See slurm-${{SLURM_JOB_ID}}.out"',
+        "    exit 1",
+        "fi",
+        f'echo "{done}"',
+        'echo "Total runtime: $SECONDS seconds"',
         "",
     ]
     return "\n".join(lines)
