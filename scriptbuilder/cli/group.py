@@ -26,18 +26,33 @@ from scriptbuilder.errors import BuildError
 
 def write_out(text: str, *, err: bool = False) -> None:
     """``text`` on standard output (or error) as UTF-8 bytes; characters that
-    came from undecodable command-line bytes are written back as those bytes."""
+    came from undecodable command-line bytes are written back as those bytes.
+
+    The bytes go straight to the file descriptor, so a failed write (a full
+    disk) leaves nothing queued behind; the OS error names the stream."""
     stream: IO[str] | None = sys.stderr if err else sys.stdout
     if stream is None:
         return
-    buffer = getattr(stream, "buffer", None)
-    if buffer is None:  # a text-only stream (an in-process capture): no bytes to write
-        stream.write(text)
-        stream.flush()
-        return
     stream.flush()
-    buffer.write(text.encode("utf-8", "surrogateescape"))
-    buffer.flush()
+    data = text.encode("utf-8", "surrogateescape")
+    try:
+        fd = stream.fileno()
+    except OSError:  # an in-process capture (io.UnsupportedOperation)
+        buffer = getattr(stream, "buffer", None)
+        if buffer is None:  # text only: there are no bytes to write
+            stream.write(text)
+            stream.flush()
+        else:
+            buffer.write(data)
+            buffer.flush()
+        return
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError as exc:
+        name = "standard error" if err else "standard output"
+        raise OSError(exc.errno, exc.strerror, name) from None
 
 
 def fail(prog: str, message: str, code: int = 2) -> NoReturn:

@@ -1,0 +1,137 @@
+"""How the drop-in's script leaves the process: bytes unchanged on stdout and in
+``--output``, the log folder made only after the script is out, OS errors in one
+line naming the path."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.build_env import make_build_env
+from tests.script_runner import run_script
+from tests.test_compat_flags import base, with_flag
+
+ESC_CMD = "printf '\x1b[31mred\x1b[0m ü\\n'"
+#: Standard output's text encoding must not matter: the script is bytes.
+ENCODINGS = [None, "latin-1", "ascii"]
+
+
+def drop_in(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[bytes]:
+    """The drop-in as a process: standard output is a pipe, never a terminal."""
+    return subprocess.run(
+        [sys.executable, "-m", "scriptbuilder.cli.dropin", *args],
+        capture_output="stdout" not in kwargs,
+        check=False,
+        **kwargs,  # type: ignore[call-overload]
+    )
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_escape_sequences_reach_stdout_and_the_program_unchanged(
+    tmp_path: Path, encoding: str | None
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    args = with_flag(base("pytest", tmp_path), "--test-cmd", f"pytest -k {ESC_CMD}")
+    args = with_flag(args, "--project-path", str(project))
+    env = {**os.environ, "PYTHONIOENCODING": encoding} if encoding else None
+    piped = drop_in(args, env=env)
+    assert piped.returncode == 0, piped.stderr
+    out = tmp_path / "job.slurm"
+    written = drop_in([*args, "--output", str(out)])
+    assert written.returncode == 0, written.stderr
+    assert piped.stdout == out.read_bytes()
+    run = run_script(piped.stdout.decode("utf-8"), tmp_path)
+    assert run.exit_code == 0, run.stderr
+    assert run.calls("pytest")[-1] == ["-k", "printf", "\x1b[31mred\x1b[0m ü\\n"]
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_scriptbuilder_dry_run_prints_the_script_bytes(
+    tmp_path: Path, encoding: str | None
+) -> None:
+    env = make_build_env(tmp_path)
+    request = env.request("custom", custom_cmd=ESC_CMD)
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(request))
+    proc = subprocess.run(
+        [sys.executable, "-m", "scriptbuilder", "build", "--dry-run", str(path)],
+        capture_output=True,
+        check=False,
+        env={**os.environ, "PYTHONIOENCODING": encoding} if encoding else None,
+    )
+    assert proc.returncode == 0, proc.stderr
+    built = env.build(request, environ=os.environ)
+    assert built.script_text.encode("utf-8") in proc.stdout
+    assert built.job_spec_json.encode("utf-8") in proc.stdout
+
+
+def test_log_dir_is_made_after_the_script_is_written(tmp_path: Path) -> None:
+    out = tmp_path / "no" / "such" / "folder" / "job.slurm"
+    proc = drop_in([*base("pytest", tmp_path), "--output", str(out)])
+    assert proc.returncode == 1
+    lines = proc.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("build_slurm_script: error: ")
+    assert str(out) in lines[0] and "No such file or directory" in lines[0]
+    assert "Traceback" not in proc.stderr.decode()
+    assert not (tmp_path / "logs").exists()
+    assert proc.stdout == b""
+
+
+def test_output_onto_a_folder_names_it(tmp_path: Path) -> None:
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    proc = drop_in([*base("pytest", tmp_path), "--output", str(folder)])
+    assert proc.returncode == 1
+    (line,) = proc.stderr.decode().splitlines()
+    assert f"error: {folder}: " in line
+    assert not (tmp_path / "logs").exists()
+    assert os.listdir(folder) == []
+
+
+def test_full_disk_on_stdout_is_one_line_and_no_log_dir(tmp_path: Path) -> None:
+    with open("/dev/full", "wb") as full:
+        proc = drop_in(base("pytest", tmp_path), stdout=full, stderr=subprocess.PIPE)
+    assert proc.returncode == 1
+    (line,) = proc.stderr.decode().splitlines()
+    assert line == "build_slurm_script: error: standard output: No space left on device"
+    assert not (tmp_path / "logs").exists()
+
+
+@pytest.mark.parametrize("flag", ["--log-dir", "--local-log-dir"])
+def test_unmakeable_log_dir_names_it_and_leaves_no_script(tmp_path: Path, flag: str) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    log_dir = blocker / "logs"
+    out = tmp_path / "job.slurm"
+    proc = drop_in([*with_flag(base("pytest", tmp_path), flag, str(log_dir)), "--output", str(out)])
+    assert proc.returncode == 1
+    (line,) = proc.stderr.decode().splitlines()
+    assert line == f"build_slurm_script: error: {log_dir}: Not a directory"
+    assert not out.exists()
+    assert sorted(os.listdir(tmp_path)) == ["a-file"]
+
+
+def test_undecodable_argv_bytes_work_with_and_without_output(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    args = with_flag(base("custom", tmp_path), "--project-path", str(project))
+    command = os.fsdecode(b"record-argv \xff\xfe")  # as Python reads such argv bytes
+    args = [os.fsencode(a) for a in with_flag(args, "--custom-cmd", command)]
+    to_stdout = subprocess.run(
+        [sys.executable, "-m", "scriptbuilder.cli.dropin", *args], capture_output=True, check=False
+    )
+    assert to_stdout.returncode == 0, to_stdout.stderr
+    out = tmp_path / "job.slurm"
+    to_file = subprocess.run(
+        [sys.executable, "-m", "scriptbuilder.cli.dropin", *args, b"--output", os.fsencode(out)],
+        capture_output=True,
+        check=False,
+    )
+    assert to_file.returncode == 0, to_file.stderr
+    assert to_stdout.stdout == out.read_bytes()
