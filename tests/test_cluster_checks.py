@@ -13,6 +13,7 @@ import pytest
 
 from scriptbuilder.errors import BuildError
 from tests.build_env import SLURM_ENV, BuildEnv
+from tests.script_runner import run_compat
 from tests.test_build_stops import run_cli, snapshot_tree
 
 
@@ -194,3 +195,37 @@ def test_accepted(
     job = build_env.build(_request(build_env, workflow, changes))
     if "time_limit" in changes and changes.get("execution_scenario") != "local_docker":
         assert f"#SBATCH --time={changes['time_limit']}\n" in job.script_text
+
+
+@pytest.mark.parametrize("value", ["2hours", "1:2:3:4", "02:00:00\n#SBATCH --x", "-1"])
+def test_dropin_refuses_a_bad_time_limit(tmp_path: Path, value: str) -> None:
+    output = tmp_path / "job.slurm"
+    outcome = run_compat(
+        [
+            "pytest",
+            "--model-name",
+            "m",
+            "--log-dir",
+            str(tmp_path / "logs"),
+            "--partition",
+            "p",
+            "--account",
+            "a",
+            "--time-limit",
+            value,
+            "--docker-image",
+            "img:1",
+            "--container-mounts",
+            "/a:/a",
+            "--project-path",
+            "/a",
+            "--test-cmd",
+            "pytest x",
+            "--output",
+            str(output),
+        ]
+    )
+    assert (outcome.exit_code, outcome.stdout) == (2, ""), outcome.stderr
+    lines = outcome.stderr.splitlines()
+    assert len(lines) == 1 and "--time-limit" in lines[0], outcome.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
