@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from scriptbuilder.errors import BuildError
+from scriptbuilder.inputs.command_check import check_counts, check_request
 from scriptbuilder.inputs.earlier_job_spec import JOB_SPEC, read_earlier_job_spec
 from scriptbuilder.inputs.remote_home import Runner
 from scriptbuilder.inputs.slurm_env import load_slurm_env
@@ -27,8 +28,8 @@ from scriptbuilder.outputs.built_job import BuiltJob, OutputFile, SubmitRun
 from scriptbuilder.resolution.context import Context, EnvInfo
 from scriptbuilder.resolution.image import resolve_image
 from scriptbuilder.resolution.mounts import Mounts, covered, resolve_mounts
-from scriptbuilder.resolution.perf import resolve_perf, wants_perf_path
-from scriptbuilder.resolution.slurm_params import gres_flag, resolve_slurm_target
+from scriptbuilder.resolution.perf import SubmitPlan, resolve_perf, topology_of, wants_perf_path
+from scriptbuilder.resolution.slurm_params import SlurmTarget, gres_flag, resolve_slurm_target
 from scriptbuilder.resolution.workloads import (
     Capacity,
     EvalNeedsPerfSanity,
@@ -124,6 +125,7 @@ def _check_inputs(req: BuildRequest) -> None:
         raise BuildError(
             f"custom_script {req.custom_script} does not exist; pass an existing script"
         )
+    check_request(req)
 
 
 def _resolve_workload(
@@ -193,7 +195,7 @@ def build(
         return docker_job(ctx, image, mounts, workload)
     target = resolve_slurm_target(ctx)
     if wants_perf_path(ctx):
-        return perf_job(ctx, target, resolve_perf(ctx, image, mounts, target))
+        return _perf_job(ctx, target, resolve_perf(ctx, image, mounts, target))
     cap = Capacity(target.gpus_per_node, None, target.mpi_plugin)
     run_script = _remote_run_script(ctx, mounts) if ctx.is_remote else None
     try:
@@ -206,8 +208,27 @@ def build(
         plan = resolve_perf(
             ctx, image, mounts, target, eval_fallback=True, model_name=exc.model_name
         )
-        return perf_job(ctx, target, plan)
+        return _perf_job(ctx, target, plan)
+    _check_counts(ctx, target, workload.shape.nodes, workload.shape.ntasks)
     return slurm_job(ctx, image, mounts, target, gres_flag(ctx, target), workload)
+
+
+def _check_counts(ctx: Context, target: SlurmTarget, nodes: int, ntasks: int) -> None:
+    """Nodes and tasks the partition in use (from slurm_env.json) can hold."""
+    partitions = ctx.slurm_env.partitions if ctx.slurm_env is not None else []
+    check_counts(
+        nodes,
+        ntasks,
+        ntasks_field="required_devices",
+        partition=target.partition,
+        partitions=[(p.name, p.nodes) for p in partitions],
+    )
+
+
+def _perf_job(ctx: Context, target: SlurmTarget, plan: SubmitPlan) -> BuiltJob:
+    devices, nodes, _ = topology_of(plan)
+    _check_counts(ctx, target, nodes, devices)
+    return perf_job(ctx, target, plan)
 
 
 def _remote_run_script(ctx: Context, mounts: Mounts) -> str | None:

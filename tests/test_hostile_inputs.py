@@ -92,12 +92,12 @@ def test_huge_value_is_shortened(build_env: BuildEnv, tmp_path: Path) -> None:
 def test_request_at_the_size_limit_is_read(build_env: BuildEnv, tmp_path: Path) -> None:
     from scriptbuilder.inputs.request_file import MAX_REQUEST_BYTES
 
-    request = build_env.request("custom")
+    # a long command (but within the 128 KiB CUSTOM_COMMAND can carry), the rest blanks
+    request = build_env.request("custom", custom_cmd="echo " + "x" * 100_000)
     text = json.dumps(request)
-    request["custom_cmd"] = "echo " + "x" * (MAX_REQUEST_BYTES - len(text) - 10)
     path = tmp_path / "request.json"
-    path.write_text(json.dumps(request))
-    assert path.stat().st_size <= MAX_REQUEST_BYTES
+    path.write_text(text + " " * (MAX_REQUEST_BYTES - len(text.encode())))
+    assert path.stat().st_size == MAX_REQUEST_BYTES
     code, _, err = run_cli(["build", "--dry-run", str(path)])
     assert code == 0, err
 

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from scriptbuilder.inputs.command_check import MAX_ARG_BYTES
 from scriptbuilder.script.render import quote_literal, render
 from scriptbuilder.script.tree import Command, Run, ShellScript, Var, Word
-from scriptbuilder.workflows.base import MAX_ARG_BYTES, command_args
+from scriptbuilder.workflows.base import command_args
 
 SPECIAL = [
     "\r",

@@ -135,6 +135,7 @@ class Generation:
             elif (match := _TEMP.match(entry)) and not _pid_alive(int(match[1])):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(path)
+        self._remove_dangling_links()
         for entry in os.listdir(self.work_dir):
             match = _TEMP.match(entry)
             if match and not _pid_alive(int(match[1])):
@@ -142,6 +143,20 @@ class Generation:
                 if os.path.islink(path) or os.path.isfile(path):
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(path)
+
+    def _remove_dangling_links(self) -> None:
+        """Remove links into ``current`` that show nothing: made by a build killed
+        before its switch, or naming a file the current generation does not have."""
+        prefix = os.path.join(STATE_DIR, CURRENT, "")
+        for entry in os.listdir(self.work_dir):
+            path = os.path.join(self.work_dir, entry)
+            try:
+                target = os.readlink(path)
+            except OSError:
+                continue
+            if target.startswith(prefix) and not os.path.exists(path):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
 
     def _new_folder(self) -> str:
         numbers = [int(m[1]) for e in os.listdir(self.state) if (m := _GEN.match(e))]
@@ -214,14 +229,9 @@ class Generation:
         for name in self.names:
             current = self._adopt(name, current)
         _replace_with_link(self.folder, self.current)  # the switch
-        earlier = current
-        if earlier is not None and earlier != self.folder:
-            for name in os.listdir(self._gen(earlier)):
-                path = os.path.join(self.work_dir, name)
-                if name not in self.names and os.path.islink(path) and not os.path.exists(path):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(path)  # a link to a file the new generation does not have
-            _rmtree(self._gen(earlier), ignore_errors=True)
+        self._remove_dangling_links()  # files of earlier builds this one does not have
+        if current is not None and current != self.folder:
+            _rmtree(self._gen(current), ignore_errors=True)
 
     def abort(self) -> None:
         if self.folder:

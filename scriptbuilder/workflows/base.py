@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
+from scriptbuilder.inputs.command_check import MAX_ARG_BYTES
 from scriptbuilder.job.plan import Step, TaskShape, WorkflowPlan
 from scriptbuilder.resolution.mpi import clears_mpi_env
 from scriptbuilder.script.tree import Command, If, Run, ScriptText, Statement, Var, Word
@@ -14,9 +15,6 @@ LLMAPI_LAUNCH = "trtllm-llmapi-launch"
 #: The shell variable a step gathers the user's command in; it is unset before
 #: the command runs, so the command sees the shell as it would at a prompt.
 COMMAND_VAR = "__sb_command"
-#: Linux refuses a single argument (or environment string) of more than
-#: MAX_ARG_STRLEN = 128 KiB including its terminating NUL.
-MAX_ARG_BYTES = 128 * 1024 - 1
 # ``printf -v`` joins the pieces (the step's arguments, see command_args),
 # ``set --`` leaves the command no positional parameters of its own (``$#`` is
 # 0), and eval runs the command after the variable holding it is unset.
