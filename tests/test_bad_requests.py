@@ -41,6 +41,28 @@ EXTRA: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
     ("image-space", "pytest", {"container_image": "nvcr.io/a b:1"}, {}, "not an image reference"),
     ("image-registry-only", "pytest", {"container_image": "nvcr.io#"}, {}, "not an image"),
     (
+        "image-upper-case-for-pyxis",
+        "pytest",
+        {"container_image": "nvcr.io/nvidia/PyTorch:24.01"},
+        {},
+        "container_image 'nvcr.io/nvidia/PyTorch:24.01' cannot be pulled by pyxis: enroot "
+        "reads IMAGE[:TAG] with IMAGE in lower-case letters",
+    ),
+    (
+        "image-digest-for-pyxis",
+        "custom",
+        {"container_image": "nvcr.io/nvidia/x@sha256:" + "0" * 64},
+        {},
+        "enroot takes no @digest; use a tag",
+    ),
+    (
+        "squashfs-for-docker-run",
+        "pytest",
+        {"execution_scenario": "local_docker", "container_image": "/images/x.sqsh"},
+        {},
+        "is a squashfs file, which docker run cannot use",
+    ),
+    (
         "perf-config-missing",
         "benchmark",
         {"perf_config_yaml": "/no/such.yaml"},

@@ -167,3 +167,18 @@ def test_dropin_docker_image_gets_enroot_form(tmp_path: Path, given: str, used: 
     )
     assert outcome.exit_code == 0, outcome.stderr
     assert quote_literal(f"--container-image={used}") + " \\\n" in outcome.stdout
+
+
+@pytest.mark.parametrize(
+    ("scenario", "image"),
+    [
+        ("local_slurm", "/lustre/images/trtllm.sqsh"),
+        ("local_slurm", "./trtllm.sqsh"),
+        ("local_slurm", "nvcr.io/nvidia/pytorch:24.01-Py3_RC"),  # tags may hold capitals
+        ("local_docker", f"nvcr.io/nvidia/x@{DIGEST}"),
+        ("local_docker", "Example.com/Team/X:1"),  # docker itself says what it thinks
+    ],
+)
+def test_images_each_reader_takes(build_env: BuildEnv, scenario: str, image: str) -> None:
+    job = build_env.build(build_env.request(execution_scenario=scenario, container_image=image))
+    assert spec(job)["docker_image"] in (image, enroot_form(image))

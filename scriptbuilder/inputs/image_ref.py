@@ -17,10 +17,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["ImageRef", "docker_form", "enroot_form", "is_registry_host", "parse_image"]
+__all__ = [
+    "ImageRef",
+    "docker_form",
+    "enroot_form",
+    "enroot_problem",
+    "is_registry_host",
+    "parse_image",
+]
 
 # ``name@sha256:...``: the part after ``@`` is a digest, not the image.
 _DIGEST = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9A-Fa-f]{32,}")
+# What enroot accepts after the registry: IMAGE in lower case, digits and "/._-",
+# then an optional :TAG (no digest).
+_ENROOT_NAME = re.compile(r"[a-z0-9/._-]+(?::[A-Za-z0-9._:-]+)?")
 
 
 def is_registry_host(component: str) -> bool:
@@ -76,6 +86,17 @@ def parse_image(text: str) -> ImageRef:
     if sep and is_registry_host(first):
         return ImageRef(name, first, user)
     return ImageRef(rest, None, user)
+
+
+def enroot_problem(ref: ImageRef) -> str | None:
+    """Why enroot would refuse ``ref`` (its image grammar), or None."""
+    if ref.file:
+        return None
+    if "@" in ref.name:
+        return "enroot takes no @digest; use a tag"
+    if not _ENROOT_NAME.fullmatch(ref.name):
+        return "enroot reads IMAGE[:TAG] with IMAGE in lower-case letters, digits and '/._-'"
+    return None
 
 
 def enroot_form(text: str) -> str:

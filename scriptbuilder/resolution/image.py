@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.file_cache import load
-from scriptbuilder.inputs.image_ref import parse_image
+from scriptbuilder.inputs.image_ref import enroot_problem, parse_image
 from scriptbuilder.inputs.image_tags import (
     ARCH_KEYS,
     find_properties_file,
@@ -60,19 +60,33 @@ def resolve_image(ctx: Context) -> str:
     chosen = _chosen_image(ctx)
     ref = parse_image(chosen)
     if not ref.name or any(c.isspace() or not c.isprintable() for c in chosen):
-        source = "container_image" if ctx.request.container_image else "the properties file image"
         raise BuildError(
-            f"{source} {chosen!r} is not an image reference; write it as "
+            f"{_source(ctx)} {chosen!r} is not an image reference; write it as "
             "[REGISTRY/]IMAGE[:TAG] (or REGISTRY#IMAGE[:TAG]), without spaces or control "
             "characters"
         )
     if ctx.is_slurm:
+        problem = enroot_problem(ref)
+        if problem:
+            raise BuildError(
+                f"{_source(ctx)} {chosen!r} cannot be pulled by pyxis: {problem}; "
+                "fix the image name"
+            )
         form, rule = ref.enroot, "enroot form for pyxis --container-image (REGISTRY#IMAGE)"
     else:
+        if ref.file:
+            raise BuildError(
+                f"{_source(ctx)} {chosen!r} is a squashfs file, which docker run cannot use; "
+                "pass a registry image"
+            )
         form, rule = ref.docker, "Docker form for docker run (REGISTRY/IMAGE)"
     if form != chosen:
         ctx.trace.chose("docker_image", form, rule)
     return form
+
+
+def _source(ctx: Context) -> str:
+    return "container_image" if ctx.request.container_image else "the properties file image"
 
 
 def _chosen_image(ctx: Context) -> str:
