@@ -7,11 +7,14 @@ closing line, and ``--bench-cmd`` is split only at a top-level ``&&``.
 The command line is declared with click: the flags the four subcommands share
 once, as decorators (:func:`common_options`), each subcommand's own flag beside
 it. Values that would only fail after the queue wait are refused while the
-command line is read (exit 2, one line): counts above :data:`MAX_NODES`,
-:data:`MAX_NTASKS` and :data:`MAX_NTASKS_PER_NODE`, an ``--mpi`` value that is
-no Slurm MPI plugin, a ``--time-limit`` in none of Slurm's formats, a ``/`` in
-``--model-name``. The script goes to ``--output`` or standard output as bytes;
-the log folder is created only once the script is out.
+command line is read (exit 2, one line): more nodes or tasks per node than a
+Slurm job is given (:data:`~scriptbuilder.inputs.command_check.MAX_NODES`,
+:data:`~scriptbuilder.inputs.command_check.MAX_TASKS_PER_NODE`), an ``--mpi``
+value that is no Slurm MPI plugin, a ``--time-limit`` in none of Slurm's
+formats, a ``/`` in ``--model-name``, and commands bash cannot run (the checks
+of :mod:`scriptbuilder.inputs.command_check`, as for a request). The script
+goes to ``--output`` or standard output as bytes; the log folder is created
+only once the script is out.
 """
 
 from __future__ import annotations
@@ -28,6 +31,14 @@ import click
 from scriptbuilder import __version__
 from scriptbuilder.cli.group import Group, write_out
 from scriptbuilder.errors import BuildError
+from scriptbuilder.inputs.command_check import (
+    MAX_NODES,
+    MAX_TASKS_PER_NODE,
+    check_command,
+    check_counts,
+    check_custom_command,
+    check_custom_env,
+)
 from scriptbuilder.inputs.image_ref import enroot_form
 from scriptbuilder.inputs.slurm_time import check_time_limit
 from scriptbuilder.job.builder import JobBuilder
@@ -43,12 +54,6 @@ Opts = dict[str, Any]
 
 PROG = "build_slurm_script"
 DEFAULT_MODELS_ROOT = "/scratch.trt_llm_data/llm-models/"
-#: Sane maxima of the counts: above them a value is a typo, not a job (the largest
-#: GPU clusters have a few thousand nodes of 4 to 8 GPUs; TensorRT-LLM's
-#: multi-node tests use a handful of nodes).
-MAX_NODES = 2048
-MAX_NTASKS = 16384
-MAX_NTASKS_PER_NODE = 256
 #: Slurm's MPI plugin names (``srun --mpi=list``): none, pmi2, pmix and its
 #: versioned twins pmix_v<N>, cray_shasta.
 MPI_PLUGIN = re.compile(r"none|pmi2|pmix(?:_v[0-9]+)?|cray_shasta")
@@ -90,8 +95,16 @@ def _mpi(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return value
 
 
-def _count(maximum: int) -> click.IntRange:
-    return click.IntRange(min=1, max=maximum)
+def _command(
+    check: Callable[[str, str], None],
+) -> Callable[[click.Context, click.Parameter, str], str]:
+    """A click callback running ``check(flag, value)`` on a command flag's value."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: str) -> str:
+        check(param.opts[0], value)
+        return value
+
+    return callback
 
 
 COMMON_OPTIONS = (
@@ -107,11 +120,11 @@ COMMON_OPTIONS = (
     click.option("--partition", required=True),
     click.option("--account", required=True),
     click.option("--time-limit", default="02:00:00", show_default=True, callback=_time_limit),
-    click.option("--nodes", type=_count(MAX_NODES), default=1, show_default=True),
-    click.option("--ntasks", type=_count(MAX_NTASKS), default=1, show_default=True),
+    click.option("--nodes", type=click.IntRange(1, MAX_NODES), default=1, show_default=True),
+    click.option("--ntasks", type=click.IntRange(min=1), default=1, show_default=True),
     click.option(
         "--ntasks-per-node",
-        type=_count(MAX_NTASKS_PER_NODE),
+        type=click.IntRange(1, MAX_TASKS_PER_NODE),
         help="Default: ceil(ntasks / nodes), which is 1 for the default single task.",
     ),
     click.option("--gres", default="", help="Empty means no #SBATCH --gres line."),
@@ -306,13 +319,19 @@ def cli() -> None:
 
 
 def _run(handler: Callable[[Opts, Clock], None], opts: Opts) -> None:
+    check_counts(opts["nodes"], opts["ntasks"], nodes_field="--nodes", ntasks_field="--ntasks")
     clock: Clock | None = click.get_current_context().obj
     handler(opts, clock or default_clock)
 
 
 @cli.command("pytest")
 @common_options
-@click.option("--test-cmd", required=True, help="The pytest command line, run as written.")
+@click.option(
+    "--test-cmd",
+    required=True,
+    callback=_command(check_command),
+    help="The pytest command line, run as written.",
+)
 def pytest_command(**opts: Any) -> None:
     """A pytest run (single node)."""
     _run(_pytest, opts)
@@ -320,13 +339,23 @@ def pytest_command(**opts: Any) -> None:
 
 @cli.command("custom")
 @common_options
-@click.option("--custom-cmd", required=True, help="The command line, run once per task.")
+@click.option(
+    "--custom-cmd",
+    required=True,
+    callback=_command(check_custom_command),
+    help="The command line, run once per task.",
+)
 @click.option(
     "--run-script",
     help="Run script executed in the step (default: the one shipped with "
     "scriptbuilder, inlined in the batch script).",
 )
-@click.option("--custom-env", default="", help="Shell assignments applied before the command.")
+@click.option(
+    "--custom-env",
+    default="",
+    callback=_command(check_custom_env),
+    help="Shell assignments applied before the command.",
+)
 @click.option("--custom-workdir", help="Default: the container workdir.")
 def custom_command(**opts: Any) -> None:
     """A custom command."""
@@ -338,6 +367,7 @@ def custom_command(**opts: Any) -> None:
 @click.option(
     "--bench-cmd",
     required=True,
+    callback=_command(check_command),
     help="trtllm-bench command; a top-level '&&' separates the prepare-dataset step.",
 )
 def bench_command(**opts: Any) -> None:
@@ -347,7 +377,12 @@ def bench_command(**opts: Any) -> None:
 
 @cli.command("eval")
 @common_options
-@click.option("--eval-cmd", required=True, help="trtllm-eval command line, run as written.")
+@click.option(
+    "--eval-cmd",
+    required=True,
+    callback=_command(check_command),
+    help="trtllm-eval command line, run as written.",
+)
 def eval_command(**opts: Any) -> None:
     """A trtllm-eval run (single node)."""
     _run(_eval, opts)
