@@ -63,9 +63,11 @@ def _assert_consistent(work_dir: Path, jobs: list[BuiltJob]) -> None:
 
 def _assert_no_leftovers(work_dir: Path, job: BuiltJob) -> None:
     state = work_dir / ".scriptbuilder"
-    entries = sorted(os.listdir(state))
-    assert entries[:1] == ["current"] and entries[-1] == "lock", entries
-    assert len([e for e in entries if e.startswith("gen-")]) == 1, entries
+    assert sorted(os.listdir(state)) == ["current", "gen-1", "gen-2", "lock"]
+    in_use = os.readlink(state / "current")
+    other = "gen-2" if in_use == "gen-1" else "gen-1"
+    assert os.listdir(state / other) == []  # the earlier generation's files are gone
+    assert sorted(os.listdir(state / in_use)) == sorted(["job_spec.json", job.script_name])
     visible = sorted(e for e in os.listdir(work_dir) if e != ".scriptbuilder")
     assert [e for e in visible if e.endswith(".tmp")] == []
     # the documented files of the last build, and the inputs that were there before

@@ -5,8 +5,9 @@ A build is written into ``work_dir`` as one generation, switched in by one renam
 A build's files (``job_spec.json``, the script, a copied run script) belong
 together: an executor reading ``job_spec.json`` must find the script it names,
 built from the same request. They are therefore never replaced one by one.
-Each build writes its files into a fresh folder
-``<work_dir>/.scriptbuilder/gen-<n>``; the documented paths
+Each build writes its files into the one of two folders,
+``<work_dir>/.scriptbuilder/gen-1`` and ``gen-2``, that is not in use (emptied
+first); the documented paths
 (``<work_dir>/job_spec.json``, ``<work_dir>/<script>``) are symbolic links to
 ``.scriptbuilder/current/<name>``, and ``.scriptbuilder/current`` is a
 symbolic link to the generation in use. Publishing a build is one
@@ -16,8 +17,9 @@ or the new one, whatever moment a build is killed.
 
 Builds into one ``work_dir`` take an exclusive ``fcntl`` lock on
 ``.scriptbuilder/lock`` for the whole write, so they follow one another. Under
-the lock, a build first removes what an interrupted build left behind
-(generation folders that are not current, temporary links and files).
+the lock, a build first removes what an interrupted build left behind (files
+in the folder not in use, temporary links and files), and after its switch it
+empties the earlier generation's folder.
 
 A documented path that is a regular file (written before this layout, or
 rewritten in place of the link by another tool) is first copied into the
@@ -64,6 +66,8 @@ STATE_DIR = ".scriptbuilder"
 LOCK_NAME = "lock"
 CURRENT = "current"
 _GEN = re.compile(r"gen-(\d+)\Z")
+#: The two generation folders: a build writes into the one not in use.
+SLOTS = ("gen-1", "gen-2")
 #: Temporary names this module and :mod:`scriptbuilder.outputs.atomic` create:
 #: ``.<name>.<pid>.tmp``.
 _TEMP = re.compile(r"\..+\.(\d+)\.tmp\Z")
@@ -73,6 +77,23 @@ def _rmtree(path: str, ignore_errors: bool = True) -> None:
     import shutil  # not at import: the drop-in CLI imports this module on every call
 
     shutil.rmtree(path, ignore_errors=ignore_errors)
+
+
+def _empty(folder: str) -> None:
+    """Remove the files in ``folder`` and keep the folder (removing a folder costs
+    far more than removing its files on some file systems)."""
+    try:
+        entries = os.listdir(folder)
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        path = os.path.join(folder, entry)
+        try:
+            os.unlink(path)
+        except IsADirectoryError:
+            _rmtree(path)
+        except FileNotFoundError:
+            pass
 
 
 def _copy(source: str, target: str) -> None:
@@ -126,11 +147,14 @@ class Generation:
         return os.path.join(self.state, name)
 
     def _remove_stale(self) -> None:
-        """Remove what interrupted builds left: other generations, temporary files."""
+        """Remove what interrupted builds left: files of the slot not in use,
+        other folders, temporary files."""
         keep = self._current_gen()
         for entry in os.listdir(self.state):
             path = self._gen(entry)
-            if _GEN.match(entry) and entry != keep:
+            if entry in SLOTS and entry != keep:
+                _empty(path)
+            elif _GEN.match(entry) and entry != keep:
                 _rmtree(path, ignore_errors=True)
             elif (match := _TEMP.match(entry)) and not _pid_alive(int(match[1])):
                 with contextlib.suppress(FileNotFoundError):
@@ -158,22 +182,19 @@ class Generation:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(path)
 
-    def _new_folder(self) -> str:
-        numbers = [int(m[1]) for e in os.listdir(self.state) if (m := _GEN.match(e))]
-        number = max(numbers, default=0) + 1
-        while True:
-            name = f"gen-{number:06d}"
-            try:
-                os.mkdir(self._gen(name), 0o755)
-            except FileExistsError:
-                number += 1
-                continue
-            return name
+    def _free_slot(self, taken: str | None) -> str:
+        """The generation folder that is not ``taken``, empty (created when missing)."""
+        name = SLOTS[1] if taken == SLOTS[0] else SLOTS[0]
+        path = self._gen(name)
+        try:
+            os.mkdir(path, 0o755)
+        except FileExistsError:
+            _empty(path)
+        return name
 
     def open(self) -> None:
-        os.makedirs(self.state, exist_ok=True)
         self._remove_stale()
-        self.folder = self._new_folder()
+        self.folder = self._free_slot(self._current_gen())
 
     # ---------------------------------------------------------------- writing
 
@@ -214,7 +235,7 @@ class Generation:
         if not os.path.isfile(path):
             return current
         if current is None:
-            current = self._new_folder()
+            current = self._free_slot(self.folder)
             _replace_with_link(current, self.current)
         copy = os.path.join(self._gen(current), name)
         tmp = os.path.join(self._gen(current), f".{name}.{os.getpid()}.tmp")
@@ -231,21 +252,20 @@ class Generation:
         _replace_with_link(self.folder, self.current)  # the switch
         self._remove_dangling_links()  # files of earlier builds this one does not have
         if current is not None and current != self.folder:
-            _rmtree(self._gen(current), ignore_errors=True)
+            _empty(self._gen(current))  # the earlier generation's files
 
     def abort(self) -> None:
         if self.folder:
-            _rmtree(self._gen(self.folder), ignore_errors=True)
+            _empty(self._gen(self.folder))
 
 
 @contextlib.contextmanager
 def generation(work_dir: str) -> Iterator[Generation]:
     """Hold ``work_dir``'s build lock and open a fresh generation; the caller
     writes into it and calls :meth:`Generation.commit`. Nothing is published when
-    the block raises (the folder is removed)."""
-    os.makedirs(work_dir, exist_ok=True)
+    the block raises (the files written are removed)."""
     gen = Generation(work_dir)
-    os.makedirs(gen.state, exist_ok=True)
+    os.makedirs(gen.state, exist_ok=True)  # and work_dir
     fd = os.open(os.path.join(gen.state, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
