@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,24 @@ def test_dropin_docker_image_gets_enroot_form(tmp_path: Path, given: str, used: 
 def test_images_each_reader_takes(build_env: BuildEnv, scenario: str, image: str) -> None:
     job = build_env.build(build_env.request(execution_scenario=scenario, container_image=image))
     assert spec(job)["docker_image"] in (image, enroot_form(image))
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "code"),
+    [
+        ("srun", [f"--container-image={URM_DOCKER}"], 1),
+        ("srun", [f"--container-image={URM_ENROOT}"], 0),
+        ("srun", ["--container-image=ubuntu:22.04"], 0),
+        ("docker", ["run", "--rm", URM_ENROOT], 125),
+        ("docker", ["run", "--rm", URM_DOCKER], 0),
+    ],
+)
+def test_bash_level_standins_read_images_like_the_real_tools(
+    tool: str, args: list[str], code: int
+) -> None:
+    from tests.script_runner import FAKE_BIN
+
+    done = subprocess.run(
+        [str(FAKE_BIN / tool), *args, "true"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == code, done.stderr
