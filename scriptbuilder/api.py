@@ -133,7 +133,7 @@ def _resolve_workload(
 ) -> Workload:
     kind = ctx.request.workflow_type
     if kind == "pytest":
-        return resolve_pytest(ctx, cap)
+        return resolve_pytest(ctx, cap, mounts)
     if kind == "eval":
         return resolve_eval(ctx, cap, mounts)
     if kind == "bench":
@@ -196,7 +196,7 @@ def build(
     target = resolve_slurm_target(ctx)
     if wants_perf_path(ctx):
         return _perf_job(ctx, target, resolve_perf(ctx, image, mounts, target))
-    cap = Capacity(target.gpus_per_node, None, target.mpi_plugin)
+    cap = Capacity(target.gpus_per_node, None, target.mpi_plugin, target.gpu_gres)
     run_script = _remote_run_script(ctx, mounts) if ctx.is_remote else None
     try:
         workload = _resolve_workload(ctx, cap, mounts, run_script)
@@ -210,7 +210,8 @@ def build(
         )
         return _perf_job(ctx, target, plan)
     _check_counts(ctx, target, workload.shape.nodes, workload.shape.ntasks)
-    return slurm_job(ctx, image, mounts, target, gres_flag(ctx, target), workload)
+    exact = workload.required_devices if workload.exact_devices else None
+    return slurm_job(ctx, image, mounts, target, gres_flag(ctx, target, exact), workload)
 
 
 def _check_counts(ctx: Context, target: SlurmTarget, nodes: int, ntasks: int) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from scriptbuilder.api import BuiltJob
+from scriptbuilder.errors import BuildError
 from scriptbuilder.script.render import quote_literal
 from tests.build_env import SLURM_ENV, BuildEnv
 
@@ -242,7 +243,7 @@ def test_custom_script_extra_mount(
         ),
         pytest.param("pytest -k 'a and b'", None, 1, id="nothing-derivable-default"),
         pytest.param(
-            "pytest _torch/multi_gpu/test_allreduce.py::test_allreduce_default",
+            "pytest unittest/_torch/multi_gpu/test_allreduce.py::test_allreduce_default",
             None,
             2,
             id="unittest-gpuN",
@@ -263,9 +264,15 @@ def test_pytest_devices(
     assert "unset" in job.script_text  # MPI variables cleared in the step
 
 
-def test_pytest_missing_test_file_warns(build_env: BuildEnv) -> None:
-    job = build_env.build(build_env.request(test_cmd="pytest nowhere/test_x.py::test_a"))
-    assert any("nowhere/test_x.py" in w for w in job.warnings)
+def test_pytest_missing_test_file_stops(build_env: BuildEnv) -> None:
+    with pytest.raises(BuildError, match=r"test_cmd: test file nowhere/test_x.py not found"):
+        build_env.build(build_env.request(test_cmd="pytest nowhere/test_x.py::test_a"))
+
+
+def test_pytest_missing_test_file_warns_when_allowed(build_env: BuildEnv) -> None:
+    request = build_env.request(test_cmd="pytest nowhere/test_x.py::test_a")
+    job = build_env.build({**request, "allow_missing_tests": True})
+    assert any("nowhere/test_x.py" in w and "allow_missing_tests" in w for w in job.warnings)
     assert spec(job)["required_devices"] == 1
 
 

@@ -123,14 +123,14 @@ STOPS: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
     (
         "pytest-more-than-gpus-per-node",
         "pytest",
-        {"partition": "arm", "test_cmd": "pytest x", "required_devices": 8},
+        {"partition": "arm", "test_cmd": "pytest -x", "required_devices": 8},
         {},
         "exceeds the 4 GPUs per node of partition arm",
     ),
     (
         "pytest-more-than-8",
         "pytest",
-        {"partition": "big", "test_cmd": "pytest x", "required_devices": 12},
+        {"partition": "big", "test_cmd": "pytest -x", "required_devices": 12},
         {},
         "required_devices = 12 exceeds the maximum of 8 GPUs for pytest",
     ),

@@ -29,6 +29,7 @@ KINDS: dict[str, tuple[list[Any], list[Any]]] = {
     "node_count": COUNT,
     "persistent_mode": FLAG,
     "perf_benchmark_mode": (["e2e", "gen_only", "ctx_only", None], ["E2E", "both", 1, True]),
+    "allow_missing_tests": FLAG,
     "env_check": (
         [{}, {"gpus_per_node": 2, "available_gpus": 0, "default_models_repo": "/m"}],
         [

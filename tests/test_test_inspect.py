@@ -161,7 +161,7 @@ CASES = [
         "skip_less_device(8) on TestQwen3_30B_A3B::test_auto_dtype[ep8-attn_backend=TRTLLM]",
     ),
     # no case named: the largest over all cases
-    (f"{ACC}::TestQwen3_30B_A3B::test_auto_dtype", 8, "test_auto_dtype[ep8]"),
+    (f"{ACC}::TestQwen3_30B_A3B::test_auto_dtype", 8, "test_auto_dtype[ep8-"),
     (f"{ACC}::TestQwen3_30B_A3B::test_plain_cases[2]", 2, "on TestQwen3_30B_A3B in"),
     # class-body pytestmark list
     (f"{ACC}::TestMixtral8x7B::test_tp2", 2, "skip_less_device(2) on TestMixtral8x7B in"),
@@ -172,7 +172,7 @@ CASES = [
     (f"{ACC}::TestOuter::TestInner::test_nested", 2, "on TestOuter::TestInner in"),
     (f"{ACC}::test_module_level_function", 4, "skip_less_mpi_world_size(4) on test_module_"),
     # a class or a whole file: the largest over its tests
-    (f"{ACC}::TestQwen3_30B_A3B", 8, "test_auto_dtype[ep8]"),
+    (f"{ACC}::TestQwen3_30B_A3B", 8, "test_auto_dtype[ep8-"),
     (ACC, 8, None),
     # unit tests: module pytestmark, skipif forms, `from pytest import mark`, named marks
     (f"{AR}::test_allreduce_default", 2, "gpu2 on module in " + AR),

@@ -93,6 +93,9 @@ class BuildRequest(BaseModel):
     )
     remote_repo_path: OneLine | None = Field(None, description="Checkout on the cluster (remote).")
     remote_work_dir: OneLine | None = Field(None, description="Work dir on the cluster (remote).")
+    allow_missing_tests: bool | None = Field(
+        None, description="Warn instead of stopping when a test id is not found (pytest)."
+    )
     env_check: EnvCheck = Field(default_factory=EnvCheck)
     # The orchestrator's own fields: checked against what the build derives ...
     total_required_devices: int | None = Field(

@@ -129,8 +129,13 @@ def resolve_slurm_target(ctx: Context) -> SlurmTarget:
     )
 
 
-def gres_flag(ctx: Context, target: SlurmTarget) -> str | None:
-    """``gpu:<gpus_per_node>`` when the partition uses GPU GRES, else None (no line)."""
+def gres_flag(ctx: Context, target: SlurmTarget, exact: int | None = None) -> str | None:
+    """``gpu:<gpus_per_node>`` when the partition uses GPU GRES, else None (no line);
+    ``gpu:<exact>`` when the workload needs exactly that many GPUs."""
+    if target.gpu_gres and exact:
+        return ctx.trace.chose(
+            "gres", f"gpu:{exact}", f"the tests need exactly {exact} GPUs (partition GPU GRES)"
+        )
     if target.gpu_gres and target.gpus_per_node:
         return ctx.trace.chose(
             "gres", f"gpu:{target.gpus_per_node}", "partition gres starts with gpu:"

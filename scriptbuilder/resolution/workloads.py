@@ -20,6 +20,7 @@ from scriptbuilder.workflows.base import Workflow
 
 if TYPE_CHECKING:
     from scriptbuilder.inputs.command_args import FlagValue
+    from scriptbuilder.inputs.tests import InspectResult
 
 T = TypeVar("T")
 
@@ -35,6 +36,8 @@ class Workload:
     required_devices: int
     node_count: int
     shape: TaskShape
+    #: The tests run only with exactly ``required_devices`` GPUs visible.
+    exact_devices: bool = False
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,8 @@ class Capacity:
     gpus_per_node: int | None
     available: int | None
     mpi_plugin: str
+    #: The scheduler gives each job only the GPUs it asks for (Slurm GPU GRES).
+    allocates_gpus: bool = False
 
 
 class EvalNeedsPerfSanity(Exception):
@@ -108,37 +113,50 @@ def _check_limit(devices: int, what: str) -> None:
         )
 
 
-def _search_roots(repo_root: str | None) -> list[str]:
-    if not repo_root:
-        return []
-    join = posixpath.join
-    return [
-        join(repo_root, "tests", "integration", "defs"),
-        join(repo_root, "tests", "unittest"),
-        join(repo_root, "tests"),
-        repo_root,
-    ]
+def _pytest_devices(ctx: Context, found: InspectResult) -> tuple[int, bool]:
+    req, trace = ctx.request, ctx.trace
+    if found.requirement is not None:
+        need = found.requirement
+        devices = trace.chose("required_devices", need.devices, need.source)
+        if need.exact:
+            trace.chose("exact GPUs", devices, f"the test skips unless it sees exactly {devices}")
+        return devices, need.exact
+    if req.required_devices:
+        return trace.chose(
+            "required_devices", req.required_devices, "required_devices input"
+        ), False
+    for name in found.guesses:
+        trace.warn(
+            f"{name} names its parallelism but declares no GPU count: 1 GPU is a guess; "
+            "pass required_devices"
+        )
+    return trace.chose("required_devices", 1, "default"), False
 
 
-def resolve_pytest(ctx: Context, cap: Capacity) -> Workload:
-    from scriptbuilder.inputs.tests import required_devices
+def resolve_pytest(ctx: Context, cap: Capacity, mounts: Mounts) -> Workload:
+    from scriptbuilder.inputs.tests import inspect_tests
     from scriptbuilder.workflows.pytest_workflow import PytestWorkflow
 
     req, trace = ctx.request, ctx.trace
     test_cmd = _require(req.test_cmd, "test_cmd", "pytest")
-    found = required_devices(test_cmd, _search_roots(req.repo_root))
+    found = inspect_tests(test_cmd, req.repo_root, mounts.project)
     for warning in found.warnings:
         trace.warn(warning)
-    if found.requirement is not None:
-        devices = trace.chose(
-            "required_devices", found.requirement.devices, found.requirement.source
+    for missing in found.missing:
+        if not req.allow_missing_tests:
+            raise BuildError(
+                f"test_cmd: {missing}, so pytest would exit with 'file or directory not found' "
+                "after the queue wait; fix the test id (or pass allow_missing_tests: true)"
+            )
+        trace.warn(f"{missing} (allow_missing_tests)")
+    workdir = None
+    if found.workdir is not None:
+        workdir = trace.chose(
+            "test_workdir",
+            posixpath.join(mounts.project, found.workdir),
+            found.workdir_reason,
         )
-    else:
-        devices = trace.chose(
-            "required_devices",
-            req.required_devices or 1,
-            "required_devices input" if req.required_devices else "default",
-        )
+    devices, exact = _pytest_devices(ctx, found)
     limit = cap.gpus_per_node if ctx.is_slurm else cap.available
     if limit is not None and devices > limit:
         where = f"partition {req.partition}" if ctx.is_slurm else "this machine"
@@ -152,10 +170,19 @@ def resolve_pytest(ctx: Context, cap: Capacity) -> Workload:
         raise BuildError(
             f"node_count = {req.node_count}, but pytest is always single-node; pass node_count 1"
         )
+    visible = None
+    if exact and not cap.allocates_gpus:
+        visible = trace.chose(
+            "visible GPUs",
+            ",".join(str(i) for i in range(devices)),
+            f"exactly {devices} GPUs, and the scheduler does not hand them out: "
+            "the test step sees only these",
+        )
     name = _model_name(ctx, None, "")
     trace.chose("nodes/ntasks", "1/1", "pytest: single node, one task")
     shape = _workload_shape(ctx, cap, "pytest", 1, 1)
-    return Workload(PytestWorkflow(test_cmd), name, devices, 1, shape)
+    workflow = PytestWorkflow(test_cmd, workdir=workdir, visible_devices=visible)
+    return Workload(workflow, name, devices, 1, shape, exact)
 
 
 def _gpus_per_node(ctx: Context, cap: Capacity, override: int | None, flag: str) -> int:

@@ -1,13 +1,17 @@
-"""How many GPUs a pytest command needs, read from the test source (never imported).
+"""How many GPUs a pytest command needs, and where it must run, read from the test
+source (never imported).
 
 * :mod:`.selectors`: the test ids of a command line;
+* :mod:`.locate`: the directory from which pytest finds them;
 * :mod:`.outline`: a test file's module and classes, parsed only as far as needed;
-* :mod:`.marks`: device marks and parametrized cases;
-* :mod:`.devices`: the requirement of one selected test.
+* :mod:`.marks`: device marks, parametrized cases and ``-m`` expressions;
+* :mod:`.guards`: device guards in a test's body;
+* :mod:`.devices`: the need of one selected test.
 
-A relative test path is tried under each search root in order (after the
-directory of a ``cd`` in the command), an absolute one as is.  Several
-selectors in one command: the largest requirement.  Files are read through
+Beyond the file: a folder selector takes the largest need over its test
+files; a case id carrying ``gpus:N`` (or ``tp:N``, times ``pp:M``) labels, as
+generated perf tests do, needs that many GPUs when the source says nothing.
+Several selectors in one command: the largest need.  Files are read through
 :mod:`scriptbuilder.inputs.file_cache` (again only when their size or mtime
 changes).
 """
@@ -15,29 +19,48 @@ changes).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+import posixpath
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 
 from scriptbuilder.inputs import file_cache
-from scriptbuilder.inputs.tests.devices import Found, test_requirement
+from scriptbuilder.inputs.tests.devices import Found, Walk, merge, test_requirement
+from scriptbuilder.inputs.tests.locate import STEP_DIRS, locate
+from scriptbuilder.inputs.tests.marks import mark_filter
 from scriptbuilder.inputs.tests.outline import read_module
-from scriptbuilder.inputs.tests.selectors import TestId, is_perf_sanity, parse_test_ids
+from scriptbuilder.inputs.tests.selectors import (
+    PytestCommand,
+    TestId,
+    is_perf_sanity,
+    parse_command,
+    parse_test_ids,
+)
 
 __all__ = [
+    "STEP_DIRS",
     "DeviceRequirement",
     "InspectResult",
     "TestId",
+    "inspect_tests",
     "is_perf_sanity",
     "parse_test_ids",
     "required_devices",
 ]
+
+_GPUS_LABEL = re.compile(r"(?<![\w.])gpus:(\d+)")
+_TP_LABEL = re.compile(r"(?<![\w.])tp:(\d+)")
+_PP_LABEL = re.compile(r"(?<![\w.])pp:(\d+)")
+_PARALLELISM = re.compile(r"(?<![A-Za-z])(?:tp|pp|ep|cp|dp)\d+")
+_TEST_FILE = re.compile(r"test_\w*\.py|\w+_test\.py")
 
 
 @dataclass(frozen=True)
 class DeviceRequirement:
     devices: int
     source: str
+    #: True when the tests run only with exactly ``devices`` GPUs visible.
+    exact: bool = False
 
 
 @dataclass
@@ -45,6 +68,100 @@ class InspectResult:
     requirement: DeviceRequirement | None
     warnings: list[str] = field(default_factory=list)
     test_ids: list[TestId] = field(default_factory=list)
+    #: Where the step must run, relative to the project folder (None: where it is).
+    workdir: str | None = None
+    workdir_reason: str = ""
+    #: One line per selector pytest would not find from the step's directory.
+    missing: list[str] = field(default_factory=list)
+    #: Selectors naming parallelism (``tp8``...) for which nothing declares a count.
+    guesses: list[str] = field(default_factory=list)
+
+
+def _label_need(tid: TestId) -> Found | None:
+    """``gpus:N`` / ``tp:N`` (x ``pp:M``) labels of a (generated perf) case id."""
+    case = tid.case or ""
+    if gpus := _GPUS_LABEL.search(case):
+        n = int(gpus.group(1))
+        return Found(n, f"gpus:{n} label", str(tid), 0) if n >= 1 else None
+    if tp := _TP_LABEL.search(case):
+        pp = _PP_LABEL.search(case)
+        n = int(tp.group(1)) * (int(pp.group(1)) if pp else 1)
+        label = f"tp:{tp.group(1)}" + (f" x pp:{pp.group(1)}" if pp else "") + " labels"
+        return Found(n, label, str(tid), 0) if n >= 1 else None
+    return None
+
+
+def _file_need(tid: TestId, path: str, walk: Walk) -> Found | None:
+    try:
+        module = file_cache.load(path, read_module)
+    except OSError:
+        walk.warnings.append(f"test file {tid.path} could not be read ({path})")
+        return None
+    try:
+        found = test_requirement(module, tid, walk)
+    except (SyntaxError, ValueError) as exc:
+        walk.warnings.append(f"test file {tid.path} is not valid Python: {exc}")
+        return None
+    return replace(found, file=tid.path) if found is not None else None
+
+
+def _folder_need(tid: TestId, path: str, walk: Walk) -> Found | None:
+    """The largest need over the test files below a folder (pytest's default names)."""
+    found: Found | None = None
+    for top, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")))
+        for name in sorted(files):
+            if _TEST_FILE.fullmatch(name):
+                rel = posixpath.join(tid.path, posixpath.relpath(posixpath.join(top, name), path))
+                need = _file_need(TestId(posixpath.normpath(rel)), posixpath.join(top, name), walk)
+                found = merge(found, need, walk)
+    return found
+
+
+def _inspect(
+    cmd: PytestCommand, located: Iterable[tuple[TestId, str]], result: InspectResult
+) -> None:
+    select: Callable[[set[str]], bool] | None = None
+    expr = cmd.mark_exprs[-1] if cmd.mark_exprs else None  # pytest uses the last -m
+    if expr is not None:
+        select = mark_filter(expr)
+        if select is None:
+            result.warnings.append(f"-m {expr!r} is not a mark expression read here; ignored")
+    best: Found | None = None
+    walk = Walk(warnings=result.warnings)
+    unmarked: list[TestId] = []
+    for tid, path in located:
+        own = Walk(select=select)
+        need = _folder_need(tid, path, own) if tid.folder else _file_need(tid, path, own)
+        walk.warnings.extend(own.warnings)
+        if select is not None and own.selected == 0:
+            walk.warnings.append(f"no test of {tid} carries marks matching -m {expr!r}")
+            continue
+        need = need or _label_need(tid)
+        if need is None:
+            unmarked.append(tid)
+        best = merge(best, need, walk)
+    if best is not None:
+        source = best.source() if best.lineno else f"{best.label} in the test id {best.where}"
+        result.requirement = DeviceRequirement(best.devices, source, best.exact)
+        return
+    result.warnings.extend(f"no GPU-count marker found for {tid}" for tid in unmarked)
+    result.guesses = [str(tid) for tid in unmarked if _PARALLELISM.search(str(tid))]
+
+
+def inspect_tests(test_cmd: str, repo_root: str | None, step_dir: str | None) -> InspectResult:
+    """Where the command's tests are (see :mod:`.locate`) and the GPUs they need."""
+    cmd = parse_command(test_cmd)
+    result = InspectResult(None, [], cmd.ids)
+    if not cmd.ids:
+        result.warnings.append(f"no test file (*.py) found in test command: {test_cmd}")
+        return result
+    located = locate(cmd, repo_root, step_dir)
+    result.warnings.extend(located.warnings)
+    result.missing = located.missing
+    result.workdir, result.workdir_reason = located.workdir, located.reason
+    _inspect(cmd, [(tid, located.paths[tid]) for tid in cmd.ids if tid in located.paths], result)
+    return result
 
 
 def _candidates(tid: TestId, roots: Sequence[str]) -> list[str]:
@@ -62,52 +179,28 @@ def _candidates(tid: TestId, roots: Sequence[str]) -> list[str]:
     return out
 
 
-def _inspect_file(tid: TestId, path: str, warnings: list[str]) -> Found | None:
-    try:
-        module = file_cache.load(path, read_module)
-    except OSError:
-        warnings.append(f"test file {tid.path} could not be read ({path})")
-        return None
-    try:
-        return test_requirement(module, tid, warnings)
-    except (SyntaxError, ValueError) as exc:
-        warnings.append(f"test file {tid.path} is not valid Python: {exc}")
-        return None
-
-
 def required_devices(
     test_cmd: str, search_roots: Sequence[str | os.PathLike[str]]
 ) -> InspectResult:
-    """GPUs the command's tests declare (``.requirement``, None when nothing is derivable).
-
-    ``.warnings`` explains what could not be derived (file not found, case not
-    matched, no marker); ``.test_ids`` lists the selectors found.
-    """
-    test_ids = [tid for tid in parse_test_ids(test_cmd) if not tid.folder]
-    result = InspectResult(None, [], test_ids)
-    if not test_ids:
+    """GPUs the command's tests need, each selector looked up under the first of
+    ``search_roots`` that holds it (``.requirement`` is None when nothing says)."""
+    cmd = parse_command(test_cmd)
+    result = InspectResult(None, [], cmd.ids)
+    if not cmd.ids:
         result.warnings.append(f"no test file (*.py) found in test command: {test_cmd}")
         return result
     roots = [os.fspath(root) for root in search_roots]
-    best: tuple[Found, str] | None = None
-    unmarked: list[str] = []
-    for tid in test_ids:
+    located: list[tuple[TestId, str]] = []
+    for tid in cmd.ids:
         candidates = _candidates(tid, roots)
-        path = next((c for c in candidates if os.path.isfile(c)), None)
+        exists = os.path.isdir if tid.folder else os.path.isfile
+        path = next((c for c in candidates if exists(c)), None)
         if path is None:
-            depth = len(Path(tid.path).parts)
-            bases = [str(Path(c).parents[depth - 1]) for c in candidates] if depth else []
+            depth = len(tid.path.split("/"))
+            bases = [c.rsplit("/", depth)[0] for c in candidates]
             tried = ", ".join(dict.fromkeys(bases)) or "(no search roots)"
             result.warnings.append(f"test file {tid.path} not found under {tried}")
-            continue
-        found = _inspect_file(tid, path, result.warnings)
-        if found is None:
-            unmarked.append(str(tid))
-        elif best is None or found.devices > best[0].devices:
-            best = (found, tid.path)
-    if best is not None:
-        found, display = best
-        result.requirement = DeviceRequirement(found.devices, found.source(display))
-    else:
-        result.warnings.extend(f"no GPU-count marker found for {name}" for name in unmarked)
+        else:
+            located.append((tid, path))
+    _inspect(cmd, located, result)
     return result

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from scriptbuilder.inputs.tests.outline import TestModule
@@ -349,3 +349,37 @@ def match_case(case: str, params: list[list[Case]]) -> list[tuple[Case, ...]]:
     if params:
         walk(0, 0, ())
     return found
+
+
+# --------------------------------------------------------------------------
+# -m expressions
+# --------------------------------------------------------------------------
+
+
+def _mark_expr_ok(node: ast.expr) -> bool:
+    if isinstance(node, ast.BoolOp):
+        return all(_mark_expr_ok(value) for value in node.values)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _mark_expr_ok(node.operand)
+    return isinstance(node, ast.Name)
+
+
+def _matches(node: ast.expr, names: set[str]) -> bool:
+    if isinstance(node, ast.BoolOp):
+        results = (_matches(value, names) for value in node.values)
+        return all(results) if isinstance(node.op, ast.And) else any(results)
+    if isinstance(node, ast.UnaryOp):
+        return not _matches(node.operand, names)
+    return isinstance(node, ast.Name) and node.id in names
+
+
+def mark_filter(expr: str) -> Callable[[set[str]], bool] | None:
+    """pytest's ``-m`` expression (names, ``and``, ``or``, ``not``, parentheses) as a
+    test over a test's mark names; None when it is not of that form."""
+    try:
+        tree = ast.parse(expr.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if not _mark_expr_ok(tree):
+        return None
+    return lambda names: _matches(tree, names)

@@ -1,0 +1,108 @@
+"""Where the test step runs: the directory from which pytest finds every selector.
+
+pytest reads a relative selector from its working directory.  TensorRT-LLM's
+test lists name tests relative to ``tests/integration/defs`` (and
+``unittest/...`` relative to ``tests``), and its CI runs pytest there.  So,
+when the command has no ``cd``, the selectors are looked up under the step's
+directory (the project folder), then ``tests/integration/defs``, then
+``tests``: the first that holds them all is where the step runs.  Selectors
+after a ``cd`` (and absolute ones) are read where the command puts them.
+
+The lookup is made in the local checkout (``repo_root``); the step runs under
+``step_dir``, the project folder on the execution host (the same checkout, or
+``remote_repo_path`` on a remote cluster: the same relative layout).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from dataclasses import dataclass, field
+
+from scriptbuilder.inputs.tests.selectors import PytestCommand, TestId
+
+#: Candidate step directories, relative to the project folder, in order.
+STEP_DIRS = ("", "tests/integration/defs", "tests")
+
+
+@dataclass(frozen=True)
+class Located:
+    """Local paths of the selectors found, and the step's directory when it must change."""
+
+    paths: dict[TestId, str] = field(default_factory=dict)
+    #: Relative to the project folder; None: the step's own directory.
+    workdir: str | None = None
+    reason: str = ""
+    #: One line per selector found nowhere (or no directory holding them all).
+    missing: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _exists(tid: TestId, path: str) -> bool:
+    return os.path.isdir(path) if tid.folder else os.path.isfile(path)
+
+
+def _shown(rel: str) -> str:
+    return rel or "the project folder"
+
+
+def locate(cmd: PytestCommand, repo_root: str | None, step_dir: str | None) -> Located:
+    if not cmd.ids:
+        return Located()
+    if not repo_root:
+        return Located(
+            warnings=["no local checkout (repo_root) to check the test ids against; pass repo_root"]
+        )
+    join = posixpath.join
+    step_dir = step_dir or repo_root
+    paths: dict[TestId, str] = {}
+    missing: list[str] = []
+    warnings: list[str] = []
+    free: list[TestId] = []
+    for tid in cmd.ids:
+        base = tid.cwd if tid.cwd is not None else ""
+        path = join(base, tid.path)
+        if not posixpath.isabs(path):
+            if tid.cwd is None and not cmd.has_cd:
+                free.append(tid)
+                continue
+            local = join(repo_root, path)
+        elif path == step_dir or path.startswith(step_dir.rstrip("/") + "/"):
+            local = join(repo_root, posixpath.relpath(path, step_dir))
+        elif step_dir != repo_root:
+            warnings.append(f"test path {path} is outside {step_dir} and cannot be checked here")
+            continue
+        else:
+            local = path
+        if _exists(tid, local):
+            paths[tid] = local
+        else:
+            missing.append(f"test {'folder' if tid.folder else 'file'} {path} not found ({tid})")
+    if not free:
+        return Located(paths, None, "", missing, warnings)
+    found = {d: [t for t in free if _exists(t, join(repo_root, d, t.path))] for d in STEP_DIRS}
+    chosen = next((d for d in STEP_DIRS if len(found[d]) == len(free)), None)
+    if chosen is None:
+        chosen = max(STEP_DIRS, key=lambda d: len(found[d]))  # the first of the largest
+        for tid in free:
+            if tid in found[chosen]:
+                continue
+            homes = [d for d in STEP_DIRS if tid in found[d]]
+            kind = "folder" if tid.folder else "file"
+            if homes:
+                missing.append(
+                    f"no directory holds every test: {tid} is under {_shown(homes[0])}, "
+                    f"{found[chosen][0]} under {_shown(chosen)} only"
+                )
+            else:
+                tried = ", ".join(join(step_dir, d).rstrip("/") for d in STEP_DIRS)
+                missing.append(f"test {kind} {tid.path} not found under {tried} ({tid})")
+    for tid in found[chosen]:
+        paths[tid] = join(repo_root, chosen, tid.path)
+    if not chosen:
+        return Located(paths, None, "", missing, warnings)
+    reason = (
+        f"the test ids resolve under {chosen}, not in the project folder, and the command "
+        "has no cd (pytest reads them from its working directory)"
+    )
+    return Located(paths, chosen, reason, missing, warnings)
