@@ -15,8 +15,10 @@ from tests.quoting_corpus import CORPUS, CORPUS_ENV, Case
 from tests.script_runner import FAKE_BIN, run_script
 
 WORKFLOWS = ["pytest", "eval", "bench", "custom"]
+# The pytest workflow runs record-argv on the quoting corpus: the stand-in pytest, like
+# pytest, exits 4 for arguments that name no file or folder.
 PROGRAM = {
-    "pytest": "pytest",
+    "pytest": "record-argv",
     "custom": "record-argv",
     "bench": "trtllm-bench",
     "eval": "trtllm-eval",
@@ -25,7 +27,6 @@ PROGRAM = {
 
 def command_field(workflow: str, command: str) -> dict[str, str | None]:
     if workflow == "pytest":
-        # quoting corpus commands, not test ids: pytest is a stand-in here
         return {"test_cmd": command, "model_name": "m", "allow_missing_tests": True}
     if workflow == "custom":
         return {"custom_cmd": command, "model_name": "m"}

@@ -36,8 +36,10 @@ pytestmark = pytest.mark.slurm
 
 IMAGE = "nvcr.io#nvidia/pytorch:24.01-py3"
 MODEL = "model"
+# The pytest workflow runs record-argv on the quoting corpus: the stand-in pytest, like
+# pytest, exits 4 for arguments that name no file or folder.
 PROGRAM = {
-    "pytest": "pytest",
+    "pytest": "record-argv",
     "custom": "record-argv",
     "bench": "trtllm-bench",
     "eval": "trtllm-eval",
@@ -284,12 +286,13 @@ def assert_argv(rec: dict[str, Any], expected: Sequence[str], result: JobResult)
 
 
 def split_records(
-    result: JobResult, subcommand: str
+    result: JobResult, subcommand: str, tool: str | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """(pip records, bench prepare records, workload records) in ``seq`` order."""
+    """(pip records, bench prepare records, workload records of ``tool``, by default
+    the subcommand's program) in ``seq`` order."""
     records = sorted(result.tool_records(), key=lambda r: r["seq"])
     pip = [r for r in records if r["tool"] == "pip"]
-    program = [r for r in records if r["tool"] == PROGRAM[subcommand]]
+    program = [r for r in records if r["tool"] == (tool or PROGRAM[subcommand])]
     prep: list[dict[str, Any]] = []
     if subcommand == "bench":
         prep = [r for r in program if "prepare-dataset" in r["argv"][1:]]
@@ -297,9 +300,11 @@ def split_records(
     return pip, prep, program
 
 
-def assert_install_first(result: JobResult, subcommand: str, container: str) -> None:
+def assert_install_first(
+    result: JobResult, subcommand: str, container: str, tool: str | None = None
+) -> None:
     """``pip install -e .`` ran before any workload, and every step shares the container."""
-    pip, prep, program = split_records(result, subcommand)
+    pip, prep, program = split_records(result, subcommand, tool)
     assert pip, f"no pip record: the install step did not run\n{explain(result)}"
     assert pip[0]["argv"][1:] == ["install", "-e", "."], explain(result)
     later = [*prep, *program]
@@ -595,7 +600,8 @@ def test_build_api_script_runs(slurm_cluster: SlurmCluster, tmp_path: Path, work
     closing_line(result, 0)
 
     ntasks = params["ntasks"]
-    _, prep, program = split_records(result, workflow)
+    tool = "pytest" if workflow == "pytest" else None  # a real test id, run by the stand-in
+    _, prep, program = split_records(result, workflow, tool)
     assert len(program) == ntasks, explain(result, script)
     request_cmd = {
         "pytest": request.get("test_cmd"),
@@ -606,9 +612,11 @@ def test_build_api_script_runs(slurm_cluster: SlurmCluster, tmp_path: Path, work
         expected = ["a b", str(home), "/models"]
     else:
         expected = shlex.split(request_cmd[workflow])[1:]
+    # a test-db id (relative to tests/integration/defs) without cd: the step runs there
+    cwd = env.repo / "tests/integration/defs" if workflow == "pytest" else env.repo
     for rec in program:
         assert_argv(rec, expected, result)
-        assert rec["cwd"] == str(env.repo), explain(result)
+        assert rec["cwd"] == str(cwd), explain(result)
     assert sorted(r["env"].get("SLURM_PROCID") for r in program) == [
         str(i) for i in range(ntasks)
     ], explain(result)
@@ -635,10 +643,61 @@ def test_build_api_script_runs(slurm_cluster: SlurmCluster, tmp_path: Path, work
         for rec in program:
             assert_env_cleared(rec, result)
     assert spec["container_name"], spec
-    assert_install_first(result, workflow, spec["container_name"])
+    assert_install_first(result, workflow, spec["container_name"], tool)
     images = {s["container_image"] for s in result.steps if s["container_image"]}
     assert images == {spec["docker_image"]}, result.steps
     assert spec["docker_image"].startswith("urm.nvidia.com#"), spec
+
+
+DS = "accuracy/test_disaggregated_serving.py::TestLlama3_1_8BInstruct"
+LL = "accuracy/test_llm_api_pytorch.py::TestDeepSeekV3Lite"
+GPU_CASES = {
+    # test id, the count its guard wants (side file for the stand-in), --gres, skipped
+    "exact": (f"{DS}::test_exact_world[tp2pp2]", "4", "gpu:4", False),
+    "at-least-runs-on-the-node": (f"{LL}::test_fp8_4gpus", ">=4", "gpu:8", False),
+    "exact-on-the-whole-node": (f"{LL}::test_fp8_4gpus", "4", "gpu:8", True),
+}
+
+
+def test_pytest_step_sees_exactly_the_gpus_its_test_wants(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    """The stand-in pytest skips a test whose device guard fails (as pytest does); a test
+    with an exact-count guard gets exactly that many GPUs (--gres=gpu:N), so it runs.
+    The control: the same exact guard on a test built for the whole node skips."""
+    partition = slurm_cluster.partitions["gpu"]
+    batch = JobBatch(slurm_cluster)
+    jobs: dict[str, tuple[Path, Path]] = {}
+    for key, (test_id, wants, gres, _skipped) in GPU_CASES.items():
+        env = make_build_env(tmp_path / key)
+        env.slurm_env(**cluster_slurm_env(slurm_cluster))
+        test_file = env.repo / "tests/integration/defs" / test_id.split("::")[0]
+        (test_file.parent / f"{test_file.name}.gpus").write_text(wants)
+        models = tmp_path / key / "models"
+        models.mkdir()
+        request = env.request(
+            "pytest",
+            partition=partition,
+            models_path=str(models),
+            test_cmd=f"pytest -v '{test_id}'",
+        )
+        built = env.build(request, environ={"HOME": str(env.root)}, machine=platform.machine)
+        built.write()
+        spec = json.loads((env.work_dir / "job_spec.json").read_text())
+        assert spec["slurm_params"]["gres"] == gres, spec
+        script = Path(spec["script_path"])
+        batch.submit(key, script, env_extra={"HOME": str(env.root)})
+        jobs[key] = (script, env.work_dir / spec["log_file_pattern"])
+    for key, (_test_id, wants, gres, skipped) in GPU_CASES.items():
+        script, log_pattern = jobs[key]
+        result = batch.result(key)
+        assert result.ok, explain(result, script)
+        _, _, program = split_records(result, "pytest", "pytest")
+        assert len(program) == 1, explain(result, script)
+        visible = program[0]["env"].get("CUDA_VISIBLE_DEVICES", "")
+        assert len(visible.split(",")) == int(gres.split(":")[1]), explain(result)
+        log = Path(str(log_pattern).replace("%j", str(result.job_id))).read_text()
+        assert ("1 skipped" in log) is skipped, f"{key} (wants {wants}):\n{log}"
 
 
 # ----- 5. persistent mode: bash inside an salloc -------------------------------------------------

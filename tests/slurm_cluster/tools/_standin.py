@@ -12,8 +12,10 @@ Each tool appends one JSON line per invocation to the file named by ``STANDIN_RE
 
 Exit codes: ``STANDIN_EXIT_CODE_<TOOL>`` (tool name upper-cased, ``-`` as ``_``, e.g.
 ``STANDIN_EXIT_CODE_TRTLLM_BENCH``) wins over ``STANDIN_EXIT_CODE``; the default is 0.
-``pip`` and ``nvidia-smi`` always exit 0. ``STANDIN_STDOUT`` (optional) is printed to
-stdout by every tool, after the tool's own output.
+``pip`` and ``nvidia-smi`` always exit 0; ``pytest`` exits 4 for a selector that does not
+exist and skips a test whose device guard fails, as pytest does (``_pytest_standin.py``).
+``STANDIN_STDOUT`` (optional) is printed to stdout by every tool, after the tool's own
+output.
 """
 
 from __future__ import annotations
@@ -92,6 +94,13 @@ def main(tool: str) -> int:
             return 127
     if tool == "nvidia-smi":
         _fake_nvidia_smi()
+    if tool == "pytest":
+        from _pytest_standin import outcome
+
+        code = outcome(sys.argv[1:], os.environ)
+        if code is not None:
+            sys.stdout.flush()
+            return code
     extra = os.environ.get("STANDIN_STDOUT")
     if extra:
         print(extra)
