@@ -157,6 +157,8 @@ def test_pmix_two_tasks_get_ranks(slurm_cluster: SlurmCluster, tmp_path: Path) -
 
 @pytest.mark.parametrize("code", [0, 1, 3, 42])
 def test_exit_codes_come_back(slurm_cluster: SlurmCluster, tmp_path: Path, code: int) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "x.py").write_text("def test_x():\n    pass\n")  # pytest finds it
     script = write_script(
         tmp_path / "rc.sh",
         """\

@@ -22,6 +22,7 @@ from scriptbuilder.inputs.tests import (
     required_devices,
 )
 from scriptbuilder.inputs.tests.outline import Scope, TestModule
+from scriptbuilder.inputs.tests.selectors import parse_command
 
 REPO = Path(__file__).parent / "data" / "trtllm_repo"
 ROOTS = [REPO / "tests/integration/defs", REPO / "tests/unittest", REPO, REPO / "tests"]
@@ -525,3 +526,26 @@ def test_large_file_is_fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     print("10,000-line file:", ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in timings.items()))
     for label in ("case", "unmarked case", "function", "plain"):
         assert timings[label] < 0.5, timings
+
+
+@pytest.mark.parametrize(
+    ("cmd", "ids", "marks", "has_cd"),
+    [
+        ("python -m pytest -m gpu2 unittest/_torch", [TestId("unittest/_torch", folder=True)],
+         ["gpu2"], False),
+        ("pytest -m 'gpu2 or gpu4' -vs tests/unittest", [TestId("tests/unittest", folder=True)],
+         ["gpu2 or gpu4"], False),
+        ("pytest -mgpu4 a/test_x.py", [TestId("a/test_x.py")], ["gpu4"], False),
+        # an unknown option takes the next word unless it names a .py file
+        ("pytest --my-flag value a/test_x.py", [TestId("a/test_x.py")], [], False),
+        ("pytest --my-flag a/test_x.py", [TestId("a/test_x.py")], [], False),
+        ("cd tests && pytest unittest", [TestId("unittest", cwd="tests", folder=True)], [],
+         True),
+        # words of other commands are selectors only when they name .py files
+        ("echo done && python3 run.py data", [TestId("run.py")], [], False),
+        ("pytest a/test_x.py 2>&1 | tee out.log", [TestId("a/test_x.py")], [], False),
+    ],
+)  # fmt: skip
+def test_parse_command(cmd: str, ids: list[TestId], marks: list[str], has_cd: bool) -> None:
+    parsed = parse_command(cmd)
+    assert (parsed.ids, parsed.mark_exprs, parsed.has_cd) == (ids, marks, has_cd)

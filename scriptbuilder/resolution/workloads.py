@@ -122,9 +122,8 @@ def _pytest_devices(ctx: Context, found: InspectResult) -> tuple[int, bool]:
             trace.chose("exact GPUs", devices, f"the test skips unless it sees exactly {devices}")
         return devices, need.exact
     if req.required_devices:
-        return trace.chose(
-            "required_devices", req.required_devices, "required_devices input"
-        ), False
+        given = trace.chose("required_devices", req.required_devices, "required_devices input")
+        return given, False
     for name in found.guesses:
         trace.warn(
             f"{name} names its parallelism but declares no GPU count: 1 GPU is a guess; "
