@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.command_check import (
@@ -95,6 +97,27 @@ def test_the_fast_path_accepts_only_what_bash_accepts(command: str) -> None:
     if _plainly_valid(command):
         assert real.returncode == 0
     assert (bash_syntax_error(command) is None) == (real.returncode == 0)
+
+
+#: Pieces of commands the fast path reads: words, quotes, operators, reserved words.
+FAST_PIECES = st.sampled_from(
+    [*"ab '\"();&|<>#{}!\t*?[]~=", "&&", "||", "|&", ";;", "if", "then", "fi", "é", "\u2018"]
+)
+
+
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(pieces=st.lists(FAST_PIECES, min_size=1, max_size=12))
+def test_the_fast_path_never_accepts_what_bash_refuses(pieces: list[str]) -> None:
+    command = "".join(pieces)
+    if _plainly_valid(command):
+        real = subprocess.run(["bash", "-n"], input=command.encode(), capture_output=True)
+        assert real.returncode == 0, (command, real.stderr)
+
+
+def test_the_fast_path_takes_quoted_words() -> None:
+    assert _plainly_valid("pytest -k 'a and not b' \"x (y)\" x.py::t[a] && echo done;")
+    assert not _plainly_valid("pytest -k 'a")
+    assert not _plainly_valid('echo "$HOME"')
 
 
 def test_parsing_runs_nothing(tmp_path: Path) -> None:

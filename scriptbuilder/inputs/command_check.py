@@ -8,8 +8,8 @@ and the fix), by the API, ``scriptbuilder build`` and the drop-in alike:
   argument can), is longer than the way it travels can carry, or that bash
   cannot parse (an unbalanced quote, an unterminated ``$(``...). The parse is
   bash's own (``bash -n``, which reads without running anything); commands of
-  plain words and control operators only, which bash always parses, are
-  accepted without starting it.
+  words without expansions joined by control operators, which bash always
+  parses, are accepted without starting it.
 * :func:`check_custom_env`: ``custom_env`` must be ``NAME=VALUE`` words.
 * :func:`check_counts`: node and task counts no partition can hold, or above
   what any Slurm job is given.
@@ -43,8 +43,9 @@ MAX_NODES = 10_000
 #: Seconds ``bash -n`` may take to read a command.
 BASH_TIMEOUT = 10.0
 
-#: Commands made of these characters only are plain words and control operators.
-_PLAIN = re.compile(r"[A-Za-z0-9_@%+=:,./\-\[\]{}*?~^ \t;&|]*\Z")
+#: Commands without these characters hold no expansion, escape or line break,
+#: so the project's tokenizer reads their quotes exactly as bash does.
+_NOT_PLAIN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\\$`]")
 _BINARY = frozenset(["&&", "||", "|", "|&"])
 _TERMINATORS = frozenset([";", "&"])
 #: Words bash reads as syntax in command position.
@@ -67,23 +68,33 @@ def short(value: str, limit: int = 60) -> str:
 
 
 def _plainly_valid(command: str) -> bool:
-    """True when ``command`` is plain words joined by control operators in an
-    order bash always accepts (no reserved word in command position)."""
-    if _PLAIN.match(command) is None:
+    """True when ``command`` is words (quoted or not, without expansions) joined
+    by control operators in an order bash always accepts (no reserved word in
+    command position, no redirection, subshell or line break)."""
+    if _NOT_PLAIN.search(command) is not None:
         return False
-    from scriptbuilder.inputs.shellwords import tokenize
+    from scriptbuilder.inputs.shellwords import ShellSyntaxError, tokenize
 
-    expect_word = True
+    try:
+        tokens = tokenize(command)
+    except ShellSyntaxError:
+        return False  # bash says what is wrong
+    expect_word = True  # at the start of a command: an operator here is an error
+    prefix = True  # still where bash reads assignments and the command word
     last_op = ""
-    for token in tokenize(command):
+    for token in tokens:
         if token.kind == "op":
             if expect_word or not (token.value in _BINARY or token.value in _TERMINATORS):
                 return False
-            expect_word, last_op = True, token.value
-        else:
-            if expect_word and token.value in _RESERVED:
+            expect_word, prefix, last_op = True, True, token.value
+            continue
+        raw = command[token.start : token.end]
+        if prefix:
+            # a reserved word, or ``name[`` which bash reads as an array subscript
+            if token.value in _RESERVED or "[" in raw:
                 return False
-            expect_word = False
+            prefix = _ASSIGNMENT.match(raw) is not None
+        expect_word = False
     return not expect_word or last_op in _TERMINATORS
 
 
