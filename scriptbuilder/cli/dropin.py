@@ -107,6 +107,13 @@ def _command(
     return callback
 
 
+def command_option(
+    flag: str, check: Callable[[str, str], None], help: str
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """The required flag holding a subcommand's command line, checked by ``check``."""
+    return click.option(flag, required=True, callback=_command(check), help=help)
+
+
 COMMON_OPTIONS = (
     click.option("--model-name", required=True, callback=_model_name, help="Job name prefix."),
     click.option(
@@ -326,12 +333,7 @@ def _run(handler: Callable[[Opts, Clock], None], opts: Opts) -> None:
 
 @cli.command("pytest")
 @common_options
-@click.option(
-    "--test-cmd",
-    required=True,
-    callback=_command(check_command),
-    help="The pytest command line, run as written.",
-)
+@command_option("--test-cmd", check_command, "The pytest command line, run as written.")
 def pytest_command(**opts: Any) -> None:
     """A pytest run (single node)."""
     _run(_pytest, opts)
@@ -339,12 +341,7 @@ def pytest_command(**opts: Any) -> None:
 
 @cli.command("custom")
 @common_options
-@click.option(
-    "--custom-cmd",
-    required=True,
-    callback=_command(check_custom_command),
-    help="The command line, run once per task.",
-)
+@command_option("--custom-cmd", check_custom_command, "The command line, run once per task.")
 @click.option(
     "--run-script",
     help="Run script executed in the step (default: the one shipped with "
@@ -364,11 +361,10 @@ def custom_command(**opts: Any) -> None:
 
 @cli.command("bench")
 @common_options
-@click.option(
+@command_option(
     "--bench-cmd",
-    required=True,
-    callback=_command(check_command),
-    help="trtllm-bench command; a top-level '&&' separates the prepare-dataset step.",
+    check_command,
+    "trtllm-bench command; a top-level '&&' separates the prepare-dataset step.",
 )
 def bench_command(**opts: Any) -> None:
     """A trtllm-bench run (prepare-dataset step, then the benchmark)."""
@@ -377,12 +373,7 @@ def bench_command(**opts: Any) -> None:
 
 @cli.command("eval")
 @common_options
-@click.option(
-    "--eval-cmd",
-    required=True,
-    callback=_command(check_command),
-    help="trtllm-eval command line, run as written.",
-)
+@command_option("--eval-cmd", check_command, "trtllm-eval command line, run as written.")
 def eval_command(**opts: Any) -> None:
     """A trtllm-eval run (single node)."""
     _run(_eval, opts)

@@ -8,13 +8,11 @@ is there but cannot be read as a JSON object stops the build, and is left as it 
 
 from __future__ import annotations
 
-import json
 import posixpath
 from pathlib import Path
 from typing import Any
 
-from scriptbuilder.errors import BuildError
-from scriptbuilder.inputs.request_file import parse_json, read_limited
+from scriptbuilder.inputs.request_file import read_json_object
 from scriptbuilder.models.job_spec import EarlierJobSpec
 from scriptbuilder.models.messages import validated
 
@@ -28,11 +26,5 @@ def read_earlier_job_spec(work_dir: str) -> tuple[EarlierJobSpec, dict[str, Any]
     if not Path(path).is_file():
         return None
     label = f"existing {path}"
-    text = read_limited(path, label)
-    try:
-        raw = parse_json(text, label)
-    except json.JSONDecodeError as exc:
-        raise BuildError(f"{label} is not valid JSON ({exc}); {_FIX}") from None
-    if not isinstance(raw, dict):
-        raise BuildError(f"{label} must hold a JSON object; {_FIX}")
+    raw = read_json_object(path, label, _FIX)
     return validated(EarlierJobSpec, raw, f"{label}: field", _FIX), raw

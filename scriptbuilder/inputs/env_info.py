@@ -7,11 +7,9 @@ anything absent stays unknown and the procedure's fallbacks apply.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from scriptbuilder.errors import BuildError
-from scriptbuilder.inputs.request_file import parse_json, read_limited
+from scriptbuilder.inputs.request_file import read_json_object
 
 
 class FileEnvInfo:
@@ -21,13 +19,7 @@ class FileEnvInfo:
     @classmethod
     def load(cls, path: str) -> FileEnvInfo:
         label = f"--env-info {path}"
-        text = read_limited(path, label)
-        try:
-            data = parse_json(text, label)
-        except json.JSONDecodeError as exc:
-            raise BuildError(f"{label} is not valid JSON ({exc}); pass a JSON object") from None
-        if not isinstance(data, dict):
-            raise BuildError(f"{label} must hold a JSON object")
+        data = read_json_object(path, label, "pass a JSON object")
         return cls(data)
 
     def arch(self, partition: str | None) -> str | None:

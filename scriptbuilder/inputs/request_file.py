@@ -67,6 +67,25 @@ def parse_json(text: str, label: str) -> Any:
         raise BuildError(f"{label} is nested too deeply; flatten it") from None
 
 
+def read_json_object(
+    path: str, label: str, fix: str, limit: int = MAX_REQUEST_BYTES
+) -> dict[str, Any]:
+    """The JSON object in file ``path``; anything else (unreadable, too large, not
+    UTF-8, not JSON, not an object, a lone surrogate) is a BuildError ending in ``fix``."""
+    text = read_limited(path, label, limit)
+    try:
+        raw = parse_json(text, label)
+        # Such objects are copied into job_spec.json, so they must be writable as UTF-8.
+        json.dumps(raw, ensure_ascii=False).encode("utf-8")
+    except json.JSONDecodeError as exc:
+        raise BuildError(f"{label} is not valid JSON ({exc}); {fix}") from None
+    except UnicodeEncodeError:
+        raise BuildError(f"{label} holds a lone surrogate (not text); {fix}") from None
+    if not isinstance(raw, dict):
+        raise BuildError(f"{label} must hold a JSON object; {fix}")
+    return raw
+
+
 def _parse_yaml(text: str, label: str) -> Any:
     try:
         for event in yaml.parse(text, Loader=_LOADER):

@@ -133,31 +133,27 @@ class _Lexer:
             raise self.error("single quote", i - 1)
         return j + 1
 
-    def skip_ansi_c(self, i: int) -> int:
-        """``i`` is just past ``$'``; return the index past the closing ``'``."""
+    def _skip_escaped(self, i: int, close: str, what: str, opened: int) -> int:
+        """``i`` is just past an opening quote whose body may hold backslash
+        escapes; return the index past ``close``."""
         s, n = self.s, self.n
         j = i
         while j < n:
             if s[j] == "\\":
                 j += 2
-            elif s[j] == "'":
+            elif s[j] == close:
                 return j + 1
             else:
                 j += 1
-        raise self.error("$'...' quote", i - 2)
+        raise self.error(what, opened)
+
+    def skip_ansi_c(self, i: int) -> int:
+        """``i`` is just past ``$'``; return the index past the closing ``'``."""
+        return self._skip_escaped(i, "'", "$'...' quote", i - 2)
 
     def skip_backtick(self, i: int) -> int:
         """``i`` is just past an opening backtick; return the index past the closing one."""
-        s, n = self.s, self.n
-        j = i
-        while j < n:
-            if s[j] == "\\":
-                j += 2
-            elif s[j] == "`":
-                return j + 1
-            else:
-                j += 1
-        raise self.error("backquote substitution", i - 1)
+        return self._skip_escaped(i, "`", "backquote substitution", i - 1)
 
     def skip_double(self, i: int) -> int:
         """``i`` is just past an opening ``"``; return the index past the closing one."""

@@ -6,13 +6,12 @@ known", unknown keys kept); the raw object is embedded verbatim in job_spec.json
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.file_cache import load
-from scriptbuilder.inputs.request_file import parse_json, read_limited
+from scriptbuilder.inputs.request_file import read_json_object
 from scriptbuilder.models import Partition, SlurmEnv
 from scriptbuilder.models.messages import validated
 
@@ -55,18 +54,6 @@ def _load(name: str) -> tuple[SlurmEnv, dict[str, Any]]:
     label = f"slurm_env_file {name}"
     if not Path(name).exists():
         raise BuildError(f"{label} is missing: {_WHY}")
-    text = read_limited(name, label, MAX_SLURM_ENV_BYTES)
-    try:
-        raw = parse_json(text, label)
-        # Embedded verbatim in job_spec.json, so it must be writable as UTF-8.
-        json.dumps(raw, ensure_ascii=False).encode("utf-8")
-    except json.JSONDecodeError as exc:
-        raise BuildError(f"{label} is not valid JSON ({exc}): {_WHY}") from None
-    except UnicodeEncodeError:
-        raise BuildError(
-            f"{label} holds a lone surrogate (not text); fix the probe output"
-        ) from None
-    if not isinstance(raw, dict):
-        raise BuildError(f"{label} must hold a JSON object: {_WHY}")
+    raw = read_json_object(name, label, _WHY, MAX_SLURM_ENV_BYTES)
     env = validated(SlurmEnv, raw, f"{label}: field", "fix the probe output")
     return env, raw
