@@ -41,6 +41,10 @@ KINDS: dict[str, tuple[list[Any], list[Any]]] = {
             {"nope": 1},
         ],
     ),
+    "timeout_warning_seconds": ([1, 300, 65535, None], ["300", True, 0, 65536, 1.5]),
+    "secret_name_patterns": ([["*TOKEN*"], [], None], ["*TOKEN*", [5], ["\ud800"]]),
+    "secret_values": ([["abc123", "a\nb"], [], None], ["abc123", [5], [True]]),
+    "secrets_from_environment": ([True, False, None], ["true", 1]),
 }
 KINDS.update(
     total_required_devices=COUNT,

@@ -54,7 +54,7 @@ def run_build(request: str, *, dry_run: bool, explain: bool, env_info: str | Non
         if job.submit is not None:
             out.append(f"# --- {job.script_name} would be written by: {job.submit.display()}\n")
         else:
-            out += [f"# --- {job.script_name} (not written)\n", job.script_text]
+            out += [f"# --- {job.script_name} (not written)\n", job.shown_script]
         out += ["# --- job_spec.json (not written)\n", job.job_spec_json]
         write_out("".join(out))
         return

@@ -18,10 +18,17 @@ from scriptbuilder.outputs.job_spec import job_spec_for, job_spec_json
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mounts import Mounts
 from scriptbuilder.resolution.perf import SUBMIT_TIMEOUT, SubmitPlan, topology_of
+from scriptbuilder.resolution.secrets import (
+    mask,
+    mask_data,
+    request_secrets,
+    script_custom_env,
+)
 from scriptbuilder.resolution.slurm_params import SlurmTarget
 from scriptbuilder.resolution.workloads import Workload
 from scriptbuilder.scenarios.docker import Docker, DockerContainer
 from scriptbuilder.scenarios.slurm import LocalSlurm, RemoteSlurm
+from scriptbuilder.scenarios.time_limit import TIMEOUT_PATTERN
 from scriptbuilder.script.render import render, render_one_line
 from scriptbuilder.script.tree import DockerRun
 from scriptbuilder.workflows.custom import RUN_SCRIPT_NAME, packaged_run_script
@@ -90,6 +97,11 @@ def _slurm_params(
     )
 
 
+def _script_file(path: str, text: str, secrets: tuple[str, ...]) -> OutputFile:
+    """The script, readable by its owner only when it carries a secret value."""
+    return OutputFile(path, text, 0o700 if mask(text, secrets) != text else 0o755)
+
+
 def _built(
     ctx: Context,
     spec: dict[str, Any],
@@ -98,7 +110,10 @@ def _built(
     files: tuple[OutputFile, ...],
     submit: SubmitRun | None = None,
 ) -> BuiltJob:
-    """The BuiltJob, with job_spec.json after the other files."""
+    """The BuiltJob, with job_spec.json after the other files; job_spec.json, the
+    report and the warnings show secret values as ``***``."""
+    secrets = request_secrets(ctx.request)
+    spec = mask_data(spec, secrets)
     spec_path = posixpath.join(ctx.request.work_dir, JOB_SPEC)
     spec_text = job_spec_json(spec)
     return BuiltJob(
@@ -108,10 +123,11 @@ def _built(
         script_name=posixpath.basename(script_path),
         script_text=text,
         report=render_report(spec, spec_path, script_path),
-        warnings=tuple(ctx.trace.warnings),
+        warnings=tuple(mask(w, secrets) for w in ctx.trace.warnings),
         trace=ctx.trace,
         files=(*files, OutputFile(spec_path, spec_text, 0o644)),
         submit=submit,
+        secrets=secrets,
     )
 
 
@@ -133,7 +149,12 @@ def slurm_job(
     )
     container = Container(image=image, name=job_name, mounts=mounts.joined, workdir=mounts.project)
     scenario = (RemoteSlurm if ctx.is_remote else LocalSlurm)(
-        allocation, container, models_root=mounts.models_root, header=_header(ctx, workflow.kind)
+        allocation,
+        container,
+        models_root=mounts.models_root,
+        header=_header(ctx, workflow.kind),
+        timeout_warning=req.timeout_warning_seconds,
+        secrets=request_secrets(req),
     )
     text = JobBuilder(scenario, workflow, shape).render()
     extra: tuple[OutputFile, ...] = ()
@@ -149,13 +170,15 @@ def slurm_job(
         script_path=script_path,
         script_name=posixpath.basename(script_path),
         log_file_pattern=f"{job_name}_%j.out",
+        timeout_patterns=[TIMEOUT_PATTERN],
         extra_files=[str(f.path) for f in extra],
         slurm_params=_slurm_params(target, shape, target.gpus_per_node, gres),
         persistent_mode=True if persistent else None,
         container_name=container.name if persistent else None,
         container_mounts=container.mounts if persistent else None,
     )
-    return _built(ctx, spec, script_path, text, (OutputFile(script_path, text, 0o755), *extra))
+    script = _script_file(script_path, text, request_secrets(req))
+    return _built(ctx, spec, script_path, text, (script, *extra))
 
 
 def docker_job(ctx: Context, image: str, mounts: Mounts, workload: Workload) -> BuiltJob:
@@ -165,7 +188,13 @@ def docker_job(ctx: Context, image: str, mounts: Mounts, workload: Workload) -> 
     container = DockerContainer(
         image, workflow.job_name(model), mounts.entries, mounts.project, mounts.models_root
     )
-    scenario = Docker(container, header=_header(ctx, workflow.kind))
+    secrets = request_secrets(req)
+    scenario = Docker(
+        container,
+        header=_header(ctx, workflow.kind),
+        secrets=secrets,
+        passthrough_env=script_custom_env(req)[1],
+    )
     tree = JobBuilder(scenario, workflow, workload.shape).build()
     text = render(tree)
     (docker_run,) = [node for node in tree.body if isinstance(node, DockerRun)]
@@ -178,7 +207,7 @@ def docker_job(ctx: Context, image: str, mounts: Mounts, workload: Workload) -> 
         docker_cmd=render_one_line(docker_run),
         log_file=posixpath.join(req.work_dir, f"{model}_local.log"),
     )
-    return _built(ctx, spec, script_path, text, (OutputFile(script_path, text, 0o755),))
+    return _built(ctx, spec, script_path, text, (_script_file(script_path, text, secrets),))
 
 
 def perf_job(ctx: Context, target: SlurmTarget, plan: SubmitPlan) -> BuiltJob:

@@ -29,6 +29,8 @@ class Step:
 
     ``body`` is the shell code of the step; user values never appear in it:
     they travel in ``args`` and the body refers to them as ``"$1"``...
+    ``command`` is the shell text of what the step runs, for the line the step
+    prints first (default: the body with its arguments in place).
     """
 
     label: str
@@ -36,6 +38,7 @@ class Step:
     shape: TaskShape
     args: tuple[str, ...] = ()
     clear_mpi_env: bool = False
+    command: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,6 +63,9 @@ class JobSpec(BaseModel):
     log_file_pattern: str | None = Field(None, description="Slurm output file name, %j = job id.")
     success_patterns: list[str]
     failure_patterns: list[str]
+    timeout_patterns: list[str] = Field(
+        [], description="Log text of a job stopped at its time limit (Slurm)."
+    )
     extra_files: list[str] = Field(description="Local files the remote executor copies too.")
     slurm_params: SlurmParams | None = None
     slurm_env: dict[str, Any] | None = Field(None, description="slurm_env.json, verbatim.")

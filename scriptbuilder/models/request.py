@@ -130,3 +130,23 @@ class BuildRequest(BaseModel):
     remote_cwd: OneLine | None = Field(
         None, description="The user's folder on the cluster; wins over slurm_env.remote_cwd."
     )
+    timeout_warning_seconds: int = Field(
+        300,
+        ge=1,
+        le=65535,
+        description="Seconds before the time limit at which the job is warned and prints "
+        "its time-limit closing line (at most half the limit).",
+    )
+    secret_name_patterns: list[Text] = Field(
+        ["*TOKEN*", "*SECRET*", "*PASSWORD*", "*KEY*"],
+        description="Shell wildcards (any letter case) of custom_env names whose values are "
+        "secret: shown as *** in every printout.",
+    )
+    secret_values: list[Text] = Field(
+        [], description="Further secret values, shown as *** in every printout."
+    )
+    secrets_from_environment: bool = Field(
+        False,
+        description="Secret custom_env values are read from the job's environment at run "
+        "time instead of being written into the script.",
+    )

@@ -55,11 +55,22 @@ class BuiltJob:
     files: tuple[OutputFile, ...] = field(default=())
     #: Set on the perf-sanity path: submit.py writes the script during :meth:`write`.
     submit: SubmitRun | None = None
+    #: Secret values of the request: every printout shows them as ``***``.
+    secrets: tuple[str, ...] = ()
 
     @property
     def explanation(self) -> tuple[str, ...]:
-        """One line per resolved value: ``field  value  <- rule``."""
-        return tuple(self.trace.lines())
+        """One line per resolved value: ``field  value  <- rule`` (secrets masked)."""
+        from scriptbuilder.resolution.secrets import mask
+
+        return tuple(mask(line, self.secrets) for line in self.trace.lines())
+
+    @property
+    def shown_script(self) -> str:
+        """The script text for printing, secret values shown as ``***``."""
+        from scriptbuilder.resolution.secrets import mask
+
+        return mask(self.script_text, self.secrets)
 
     @property
     def job_spec(self) -> JobSpec:

@@ -15,6 +15,7 @@ from scriptbuilder.job.plan import TaskShape
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mounts import Mounts
 from scriptbuilder.resolution.mpi import RULES, step_mpi
+from scriptbuilder.resolution.secrets import script_custom_env
 from scriptbuilder.script.render import quote_literal
 from scriptbuilder.workflows.base import Workflow
 
@@ -295,7 +296,7 @@ def resolve_custom(ctx: Context, cap: Capacity, mounts: Mounts, run_script: str 
     name = _model_name(ctx, None, "")
     workflow = CustomWorkflow(
         command,
-        custom_env=req.custom_env or "",
+        custom_env=script_custom_env(req)[0],
         custom_workdir=mounts.project,
         project_path=mounts.project,
         run_script=run_script,

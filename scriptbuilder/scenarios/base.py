@@ -5,9 +5,24 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
+from scriptbuilder.resolution.secrets import mask
+from scriptbuilder.script.render import render_inline
+
 if TYPE_CHECKING:
-    from scriptbuilder.job.plan import TaskShape, WorkflowPlan
+    from scriptbuilder.job.plan import Step, TaskShape, WorkflowPlan
     from scriptbuilder.script.tree import SbatchScript, ShellScript
+
+#: How a step's first log line starts.
+BANNER_PREFIX = "==> "
+#: The ``printf`` format that prints its argument as one line.
+PRINT_LINE = "%s\\n"
+
+
+def step_banner(step: Step, secrets: tuple[str, ...] = ()) -> str:
+    """``==> <label>: <command>``, the command as shell text that runs the same
+    argv when pasted into bash; secret values shown as ``***``."""
+    command = step.command if step.command is not None else render_inline(step.body)
+    return mask(f"{BANNER_PREFIX}{step.label}: {command}", secrets)
 
 
 class Scenario(ABC):

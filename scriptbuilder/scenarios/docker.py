@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scriptbuilder.job.plan import TaskShape, WorkflowPlan
-from scriptbuilder.scenarios.base import Scenario
+from scriptbuilder.scenarios.base import PRINT_LINE, Scenario, step_banner
 from scriptbuilder.script.tree import (
     Command,
     Comment,
@@ -40,17 +40,21 @@ def _option(name: str, value: str | None = None) -> SrunOption:
     return SrunOption(name, None if value is None else Word.of(value))
 
 
-def _payload(plan: WorkflowPlan) -> Command:
+def _payload(plan: WorkflowPlan, secrets: tuple[str, ...]) -> Command:
     """``bash -c`` running each step in a subshell of its own, in turn, with the
-    step's arguments as its positional parameters; the first failure ends the run."""
+    step's arguments as its positional parameters, after printing its banner;
+    the first failure ends the run."""
     body: list[Statement] = [Run(Command.of("set", "-e"))]
     args: list[str] = []
+
+    def ref(value: str) -> Word:
+        args.append(value)
+        return Word.of(Var(str(len(args))))
+
     for step in plan.steps:
-        refs = []
-        for value in step.args:
-            args.append(value)
-            refs.append(Word.of(Var(str(len(args)))))
-        body.append(Subshell(step.body, tuple(refs) if refs else None))
+        body.append(Run(Command.of("printf", PRINT_LINE, ref(step_banner(step, secrets)))))
+        refs = tuple(ref(value) for value in step.args)
+        body.append(Subshell(step.body, refs or None))
     return Command.of("bash", "-c", ScriptText(tuple(body)), "job", *args)
 
 
@@ -58,6 +62,10 @@ def _payload(plan: WorkflowPlan) -> Command:
 class Docker(Scenario):
     container: DockerContainer
     header: tuple[str, ...] = ()
+    #: Values shown as ``***`` in the step banners.
+    secrets: tuple[str, ...] = ()
+    #: Variables passed from the host's environment (``--env NAME``).
+    passthrough_env: tuple[str, ...] = ()
     name: str = "local_docker"
 
     def step_shape(self, shape: TaskShape) -> TaskShape:
@@ -76,11 +84,12 @@ class Docker(Scenario):
             _option("--security-opt", "seccomp=unconfined"),
             _option("--env", f"LLM_MODELS_ROOT={c.models_root}"),
             *(_option("--env", f"{name}={value}") for name, value in plan.env),
+            *(_option("--env", name) for name in self.passthrough_env),
             *(_option("--volume", volume) for volume in c.volumes),
             _option("--name", c.name),
             _option("--workdir", c.workdir),
         ]
-        return DockerRun(tuple(options), Word.of(c.image), _payload(plan))
+        return DockerRun(tuple(options), Word.of(c.image), _payload(plan, self.secrets))
 
     def assemble(self, plan: WorkflowPlan) -> ShellScript:
         return ShellScript(

@@ -2,7 +2,9 @@
 
 Every step after the first runs only when the ones before it succeeded; the
 script always prints its closing line and exits with the first failing
-step's exit code.
+step's exit code. Each step prints ``==> <label>: <command>`` first, then runs
+in the background while the script waits for it, so the time-limit warning
+(:mod:`scriptbuilder.scenarios.time_limit`) is handled at once.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from functools import partial
 from scriptbuilder.errors import BuildError
 from scriptbuilder.job.plan import Container, SlurmAllocation, Step, WorkflowPlan
 from scriptbuilder.resolution.mpi import MPI_ENV_KEEP, MPI_ENV_PREFIXES
-from scriptbuilder.scenarios.base import Scenario
+from scriptbuilder.scenarios import time_limit
+from scriptbuilder.scenarios.base import PRINT_LINE, Scenario, step_banner
 from scriptbuilder.script.tree import (
     Assign,
     Blank,
@@ -58,12 +61,13 @@ def _escape_pattern(text: str) -> str:
     return text.replace("%", "%%")
 
 
-def directives(alloc: SlurmAllocation) -> tuple[Directive, ...]:
+def directives(alloc: SlurmAllocation, warning: int | None) -> tuple[Directive, ...]:
     lines = [
         Directive("job-name", alloc.job_name),
         Directive("partition", alloc.partition),
         Directive("account", alloc.account),
         Directive("time", alloc.time_limit),
+        *([time_limit.signal_directive(warning)] if warning else []),
         Directive("nodes", str(alloc.tasks.nodes)),
         Directive("ntasks", str(alloc.tasks.ntasks)),
         Directive("ntasks-per-node", str(alloc.tasks.ntasks_per_node)),
@@ -113,7 +117,7 @@ def _srun(step: Step, container_options: tuple[SrunOption, ...]) -> Srun:
     if shape.mpi:
         options.append(_option("--mpi", shape.mpi))
     payload = Command((_BASH, _DASH_C, _step_script(step), _STEP, *[to_word(a) for a in step.args]))
-    return Srun((*options, *container_options), payload)
+    return Srun((*options, *container_options), payload, background=True)
 
 
 _BASH = Word.of("bash")
@@ -136,18 +140,54 @@ _FINISHED = _echo("Job ", _JOB_ID, " finished at ", _DATE, " with exit code ", V
 _EXIT = Exit(Word.of(Var(STATUS)))
 
 
+_STEP_PID_FROM_LAST = Assign(time_limit.STEP_PID, Word.of(Var("!")))
+_WAIT_FOR_STEP = Run(Command.of("wait", Word.of(Var(time_limit.STEP_PID))))
+_NO_STEP_PID = Assign(time_limit.STEP_PID, Word.of(""))
+
+
+def _step_block(step: Step, container_options: tuple[SrunOption, ...], banner: str) -> If:
+    """Runs when every step before succeeded: names the step, prints its banner,
+    runs it and keeps its exit code."""
+    return If(
+        _STATUS_OK,
+        (
+            Comment(step.label),
+            Assign(time_limit.STEP, Word.of(step.label)),
+            Run(Command.of("printf", PRINT_LINE, banner)),
+            _srun(step, container_options),
+            _STEP_PID_FROM_LAST,
+            _WAIT_FOR_STEP,
+            _STATUS_FROM_STEP,
+            _NO_STEP_PID,
+        ),
+    )
+
+
 def job_body(
-    plan: WorkflowPlan, container: Container, exports: tuple[tuple[str, str], ...]
+    plan: WorkflowPlan,
+    container: Container,
+    exports: tuple[tuple[str, str], ...],
+    *,
+    limit: tuple[str, int] | None = None,
+    secrets: tuple[str, ...] = (),
 ) -> tuple[Statement, ...]:
+    """The statements after the directives. ``limit`` is the time limit as written
+    and the seconds of warning before it (None: no limit, no warning)."""
     body: list[Statement] = [_BLANK]
     for name, value in (*exports, *plan.env):
         body.append(Export(name, Word.of(value)))
+    if limit is not None:
+        text, warning = limit
+        body += [_BLANK, *time_limit.handler(text, _FINISHED)]
+        body += time_limit.timer(time_limit.limit_seconds(text), warning)
     body += [_BLANK, _STARTED, _STATUS_ZERO]
     container_options = _container_options(container)
     for step in plan.steps:
-        run = (Comment(step.label), _srun(step, container_options), _STATUS_FROM_STEP)
-        body += [_BLANK, If(_STATUS_OK, run)]
-    body += [_BLANK, _FINISHED, _EXIT]
+        body += [_BLANK, _step_block(step, container_options, step_banner(step, secrets))]
+    body.append(_BLANK)
+    if limit is not None:
+        body += [time_limit.IGNORE_WARNING, time_limit.STOP_TIMER]
+    body += [_FINISHED, _EXIT]
     return tuple(body)
 
 
@@ -162,13 +202,25 @@ class SlurmScenario(Scenario):
     container: Container
     models_root: str
     header: tuple[str, ...] = ()
+    #: Seconds of warning wanted before the time limit (clamped to the limit).
+    timeout_warning: int = time_limit.DEFAULT_WARNING_SECONDS
+    #: Values shown as ``***`` in the step banners.
+    secrets: tuple[str, ...] = ()
 
     def assemble(self, plan: WorkflowPlan) -> SbatchScript:
         exports = (("LLM_MODELS_ROOT", self.models_root),)
+        limit = self.allocation.time_limit
+        warning = time_limit.warning_seconds(limit, self.timeout_warning)
         return SbatchScript(
-            directives=directives(self.allocation),
+            directives=directives(self.allocation, warning),
             header=tuple(Comment(line) for line in self.header),
-            body=job_body(plan, self.container, exports),
+            body=job_body(
+                plan,
+                self.container,
+                exports,
+                limit=None if warning is None else (limit, warning),
+                secrets=self.secrets,
+            ),
         )
 
 

@@ -31,12 +31,15 @@ from scriptbuilder.script.tree import (
     ClearEnv,
     Command,
     Comment,
+    Difference,
     Directive,
     DockerRun,
     Exit,
     Export,
+    Function,
     If,
     Lit,
+    Redirect,
     Run,
     SbatchScript,
     ScriptText,
@@ -46,6 +49,7 @@ from scriptbuilder.script.tree import (
     Statement,
     Subshell,
     Subst,
+    Trap,
     Var,
     Word,
 )
@@ -189,6 +193,14 @@ def _render_var(var: Var) -> str:
     return "${" + var.name + ":-" + _dq_escape(var.default) + "}"
 
 
+def _arith_term(term: Var | Subst | int) -> str:
+    if isinstance(term, int):
+        return str(term)
+    if isinstance(term, Var):
+        return _render_var(term)
+    return "$(" + render_command(term.command) + ")"
+
+
 def _script_text(part: ScriptText) -> str:
     return render_inline(part.body)
 
@@ -237,6 +249,9 @@ def _word_text(word: Word) -> str:
             out.append(_render_var(part))
         elif isinstance(part, Subst):
             out.append("$(" + render_command(part.command) + ")")
+        elif isinstance(part, Difference):
+            terms = [_arith_term(t) for t in (part.first, *part.rest)]
+            out.append("$((" + " - ".join(terms) + "))")
     return '"' + "".join(out) + '"'
 
 
@@ -302,18 +317,40 @@ def _assign(node: Assign) -> list[str]:
     return [f"{node.name}={render_word(node.value)}"]
 
 
+def _redirect(node: Redirect) -> str:
+    return node.op + quote_literal(node.target)
+
+
 def _run(node: Run) -> list[str]:
-    return [render_command(node.command)]
+    words = [render_command(node.command), *(_redirect(r) for r in node.redirects)]
+    if node.background:
+        words.append("&")
+    return [" ".join(words)]
+
+
+def _indented(body: tuple[Statement, ...]) -> list[str]:
+    return [_INDENT + line for child in body for line in _statement_lines(child)]
 
 
 def _if(node: If) -> list[str]:
-    body = [_INDENT + line for child in node.body for line in _statement_lines(child)]
-    return [f"if {render_command(node.test)}; then", *body, "fi"]
+    orelse = ["else", *_indented(node.orelse)] if node.orelse else []
+    return [f"if {render_command(node.test)}; then", *_indented(node.body), *orelse, "fi"]
+
+
+def _function(node: Function) -> list[str]:
+    return [f"{node.name}() {{", *_indented(node.body), "}"]
+
+
+def _trap(node: Trap) -> list[str]:
+    return [" ".join(["trap", quote_literal(render_inline(node.body)), *node.signals])]
 
 
 def _launch(node: Srun | DockerRun) -> list[str]:
     head, words = _launch_words(node)
-    return _continued(head, words)
+    lines = _continued(head, words)
+    if isinstance(node, Srun) and node.background:
+        lines[-1] += " &"
+    return lines
 
 
 def _exit(node: Exit) -> list[str]:
@@ -326,6 +363,8 @@ _BLOCK: dict[type, Callable[[Any], list[str]]] = {
     Export: _export,
     Assign: _assign,
     Run: _run,
+    Function: _function,
+    Trap: _trap,
     ClearEnv: _clear_env_lines,
     If: _if,
     Srun: _launch,
@@ -344,15 +383,31 @@ def _statement_lines(node: Statement) -> list[str]:
     return block(node)
 
 
+def _joined(lines: list[str]) -> str:
+    """Lines as one line: ``;`` between them, a space after a background ``&``."""
+    out = ""
+    for i, line in enumerate(lines):
+        if i:
+            out += " " if out.endswith("&") else "; "
+        out += line
+    return out
+
+
+def _inline(body: tuple[Statement, ...]) -> str:
+    return _joined([line for child in body for line in _inline_lines(child)])
+
+
 def _inline_lines(node: Statement) -> list[str]:
     if isinstance(node, If):
-        inner = [line for child in node.body for line in _inline_lines(child)]
-        return [f"if {render_command(node.test)}; then {'; '.join(inner)}; fi"]
+        orelse = f"; else {_inline(node.orelse)}" if node.orelse else ""
+        return [f"if {render_command(node.test)}; then {_inline(node.body)}{orelse}; fi"]
     if isinstance(node, Subshell):
         inner = [line for child in node.body for line in _inline_lines(child)]
         if node.args is not None:
             inner.insert(0, " ".join(["set --", *(render_word(w) for w in node.args)]))
-        return ["(" + "; ".join(inner) + ")"]
+        return ["(" + _joined(inner) + ")"]
+    if isinstance(node, Function):
+        return [f"{node.name}() {{ {_inline(node.body)}; }}"]
     return _statement_lines(node)
 
 
@@ -362,7 +417,7 @@ def render_inline(body: tuple[Statement, ...]) -> str:
     lines = [line for node in body for line in _inline_lines(node)]
     if any(isinstance(node, Comment) for node in body):
         return "\n".join(lines)
-    return "; ".join(lines)
+    return _joined(lines)
 
 
 def render(script: SbatchScript | ShellScript) -> str:

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 _SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPTION_NAME = re.compile(r"[a-z][a-z0-9-]*")
 _SPECIAL_PARAMS = frozenset("?#@$!")
+_SIGNAL_NAME = re.compile(r"[A-Z][A-Z0-9]*")
+#: Redirections a statement may carry: fixed file descriptors to or from a path.
+REDIRECT_OPS = ("<", ">", ">>", "2>", "2>>")
 
 
 def is_shell_name(name: str) -> bool:
@@ -68,7 +71,15 @@ class ScriptText:
     body: tuple[Statement, ...]
 
 
-Part = Lit | Var | Subst | ScriptText
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """Integer arithmetic expanded at run time: ``$((first - rest[0] - ...))``."""
+
+    first: Var | Subst | int
+    rest: tuple[Var | Subst | int, ...]
+
+
+Part = Lit | Var | Subst | ScriptText | Difference
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,10 +170,52 @@ class Assign:
 
 
 @dataclass(frozen=True, slots=True)
+class Redirect:
+    """``<op><target>``, for example ``2>/dev/null``; ``target`` is a literal path."""
+
+    op: str
+    target: str
+
+    def __post_init__(self) -> None:
+        if self.op not in REDIRECT_OPS:
+            raise ValueError(f"not a redirection operator: {self.op!r}")
+
+
+@dataclass(frozen=True, slots=True)
 class Run:
-    """Run one simple command."""
+    """Run one simple command, with its redirections; in the background (``&``)
+    when ``background`` is set."""
 
     command: Command
+    redirects: tuple[Redirect, ...] = ()
+    background: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Function:
+    """``name() { body }``: a shell function."""
+
+    name: str
+    body: tuple[Statement, ...]
+
+    def __post_init__(self) -> None:
+        _check_name(self.name, "function name")
+
+
+@dataclass(frozen=True, slots=True)
+class Trap:
+    """``trap <body> <signals>``: run ``body`` when one of ``signals`` arrives
+    (an empty body ignores them)."""
+
+    body: tuple[Statement, ...]
+    signals: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.signals:
+            raise ValueError("a trap needs at least one signal")
+        for signal in self.signals:
+            if _SIGNAL_NAME.fullmatch(signal) is None:
+                raise ValueError(f"not a signal name: {signal!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,10 +238,11 @@ class ClearEnv:
 
 @dataclass(frozen=True, slots=True)
 class If:
-    """``if <test>; then <body>; fi``."""
+    """``if <test>; then <body>; else <orelse>; fi`` (no ``else`` when ``orelse`` is empty)."""
 
     test: Command
     body: tuple[Statement, ...]
+    orelse: tuple[Statement, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,10 +266,12 @@ class SrunOption:
 
 @dataclass(frozen=True, slots=True)
 class Srun:
-    """One job step: ``srun <options> <payload>``."""
+    """One job step: ``srun <options> <payload>``, in the background (``&``) when
+    ``background`` is set."""
 
     options: tuple[SrunOption, ...]
     payload: Command
+    background: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,7 +289,19 @@ class Exit:
 
 
 Statement = (
-    Comment | Blank | Export | Assign | Run | ClearEnv | If | Subshell | Srun | DockerRun | Exit
+    Comment
+    | Blank
+    | Export
+    | Assign
+    | Run
+    | Function
+    | Trap
+    | ClearEnv
+    | If
+    | Subshell
+    | Srun
+    | DockerRun
+    | Exit
 )
 
 

@@ -8,6 +8,7 @@ from typing import ClassVar
 from scriptbuilder.inputs.command_check import MAX_ARG_BYTES
 from scriptbuilder.job.plan import Step, TaskShape, WorkflowPlan
 from scriptbuilder.resolution.mpi import clears_mpi_env
+from scriptbuilder.script.render import render_command
 from scriptbuilder.script.tree import Command, If, Run, ScriptText, Statement, Var, Word
 
 LLMAPI_LAUNCH = "trtllm-llmapi-launch"
@@ -23,10 +24,9 @@ _RUN_USER_COMMAND: tuple[Statement, ...] = (
     Run(Command.of("set", "--")),
     Run(Command.of("eval", Word.of(f"unset -v {COMMAND_VAR}; ", Var(COMMAND_VAR)))),
 )
+_LAUNCH_WORDS = (LLMAPI_LAUNCH, "bash", "-c")
 _RUN_UNDER_LAUNCHER: tuple[Statement, ...] = (
-    Run(
-        Command.of(LLMAPI_LAUNCH, "bash", "-c", ScriptText(_RUN_USER_COMMAND), "workload", Var("@"))
-    ),
+    Run(Command.of(*_LAUNCH_WORDS, ScriptText(_RUN_USER_COMMAND), "workload", Var("@"))),
 )
 INSTALL_BODY: tuple[Statement, ...] = (
     Run(Command.of("set", "-e")),
@@ -66,12 +66,14 @@ def user_command_step(
     positional parameters); with ``launcher``, under ``trtllm-llmapi-launch`` when
     the step has several tasks and the command does not start with it already."""
     wrap = launcher and shape.ntasks > 1 and not starts_with_launcher(command)
+    shown = render_command(Command.of(*_LAUNCH_WORDS, command, "workload")) if wrap else command
     return Step(
         label=label,
         body=_RUN_UNDER_LAUNCHER if wrap else _RUN_USER_COMMAND,
         shape=shape,
         args=command_args(command),
         clear_mpi_env=clears_mpi_env(shape),
+        command=shown,
     )
 
 

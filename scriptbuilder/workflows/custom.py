@@ -75,5 +75,6 @@ class CustomWorkflow(Workflow):
                 args=args,
                 shape=shape,
                 clear_mpi_env=clears_mpi_env(shape),
+                command=self.custom_cmd,
             ),
         )

@@ -1,0 +1,119 @@
+"""Secret values: found in the request, shown as ``***`` in every printout.
+
+A value is secret when the request marks it (``secret_values``) or when it is
+assigned in ``custom_env`` to a variable whose name matches one of
+``secret_name_patterns`` (shell patterns, any letter case; by default
+``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*KEY*``). The script that must
+carry them is written with mode 0700; with ``secrets_from_environment`` the
+``custom_env`` assignments of secret names read the value from the job's
+environment at run time instead, so no file holds it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from scriptbuilder.errors import BuildError
+
+if TYPE_CHECKING:
+    from scriptbuilder.models import BuildRequest
+
+SHOWN = "***"
+
+
+def looks_secret(name: str, patterns: tuple[str, ...] | list[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name.upper(), p.upper()) for p in patterns)
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """``NAME=value`` in shell text: ``raw`` is the value as written there."""
+
+    name: str
+    value: str
+    raw: str
+    start: int
+    end: int
+
+
+def assignments(text: str) -> list[Assignment]:
+    """The ``NAME=value`` words of ``text`` (shell assignments, as ``custom_env``
+    holds them); other words are skipped."""
+    from scriptbuilder.inputs.shellwords import ShellSyntaxError, tokenize
+
+    try:
+        tokens = tokenize(text)
+    except ShellSyntaxError as exc:
+        raise BuildError(f"custom_env: {exc}; fix its quoting") from None
+    found = []
+    for token in tokens:
+        raw = text[token.start : token.end]
+        name, eq, value = token.value.partition("=")
+        if token.kind == "word" and eq and name.isidentifier() and raw.startswith(name + "="):
+            found.append(Assignment(name, value, raw[len(name) + 1 :], token.start, token.end))
+    return found
+
+
+def secret_assignments(text: str, patterns: tuple[str, ...] | list[str]) -> list[Assignment]:
+    return [a for a in assignments(text) if a.value and looks_secret(a.name, patterns)]
+
+
+def from_environment(text: str, secret: list[Assignment]) -> str:
+    """``text`` with each secret assignment reading its value from the environment
+    at run time (the run fails with a clear message when it is not set there)."""
+    for a in sorted(secret, key=lambda a: a.start, reverse=True):
+        new = f'{a.name}="${{{a.name}:?{a.name} is not set in the job environment}}"'
+        text = text[: a.start] + new + text[a.end :]
+    return text
+
+
+def _forms(value: str) -> set[str]:
+    """How ``value`` can appear in a printout: as is, single- or double-quoted for
+    the shell, escaped in JSON."""
+    double = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+    double = double.replace("`", "\\`")
+    return {value, value.replace("'", "'\\''"), double, json.dumps(value)[1:-1]}
+
+
+def mask(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with every secret value shown as ``***``."""
+    if not secrets:
+        return text
+    forms = {form for value in secrets for form in _forms(value) if form}
+    for form in sorted(forms, key=len, reverse=True):
+        text = text.replace(form, SHOWN)
+    return text
+
+
+def mask_data(value: Any, secrets: tuple[str, ...]) -> Any:
+    """``value`` (JSON-like data) with every string masked."""
+    if isinstance(value, str):
+        return mask(value, secrets)
+    if isinstance(value, dict):
+        return {key: mask_data(item, secrets) for key, item in value.items()}
+    if isinstance(value, list):
+        return [mask_data(item, secrets) for item in value]
+    return value
+
+
+def request_secrets(request: BuildRequest) -> tuple[str, ...]:
+    """The request's secret values: marked ones, and those of ``custom_env``
+    assignments to secret-looking names (as written there and as assigned)."""
+    found = list(request.secret_values)
+    if request.custom_env:
+        for a in secret_assignments(request.custom_env, request.secret_name_patterns):
+            found += [a.value, a.raw]
+    return tuple(dict.fromkeys(v for v in found if v))
+
+
+def script_custom_env(request: BuildRequest) -> tuple[str, tuple[str, ...]]:
+    """``custom_env`` as the script carries it, and the names whose values come from
+    the job's environment (``secrets_from_environment``)."""
+    text = request.custom_env or ""
+    if not (request.secrets_from_environment and text):
+        return text, ()
+    secret = secret_assignments(text, request.secret_name_patterns)
+    return from_environment(text, secret), tuple(a.name for a in secret)
