@@ -21,7 +21,7 @@ from scriptbuilder.scenarios.base import BANNER_PREFIX
 from scriptbuilder.scenarios.time_limit import TIMEOUT_PATTERN, TIMEOUT_STATUS, warning_seconds
 from tests.build_env import BuildEnv
 from tests.quoting_corpus import CORPUS, CORPUS_ENV, Case
-from tests.script_runner import FAKE_BIN, run_script
+from tests.script_runner import FAKE_BIN, run_compat, run_script
 from tests.test_build_stops import run_cli
 
 REACHED = re.compile(r"Job 4242 reached its time limit \((?P<limit>[^)]*)\) during (?P<step>.+)")
@@ -72,10 +72,16 @@ def test_directive_trap_and_pattern(build_env: BuildEnv) -> None:
     assert job.job_spec_data["timeout_patterns"] == [TIMEOUT_PATTERN]
 
 
-def test_no_limit_no_warning(build_env: BuildEnv) -> None:
-    job = build_env.build(build_env.request("custom", time_limit="infinite"))
-    assert "--signal" not in job.script_text
-    assert "trap" not in job.script_text
+def test_no_limit_no_warning(tmp_path: Path) -> None:
+    argv = [
+        *("custom", "--model-name", "m", "--log-dir", str(tmp_path), "--partition", "p"),
+        *("--account", "a", "--docker-image", "img", "--container-mounts", "/a:/a"),
+        *("--project-path", "/code", "--custom-cmd", "true", "--time-limit", "infinite"),
+    ]
+    outcome = run_compat(argv)
+    assert outcome.exit_code == 0, outcome.stderr
+    assert "--signal" not in outcome.stdout
+    assert "trap" not in outcome.stdout
 
 
 def test_docker_has_no_timeout_patterns(build_env: BuildEnv) -> None:
@@ -185,10 +191,7 @@ def test_every_step_starts_with_its_banner(build_env: BuildEnv, tmp_path: Path) 
     ]
 
 
-ONE_LINE_CASES = [c for c in CORPUS if "\n" not in c.tail]
-
-
-@pytest.mark.parametrize("case", ONE_LINE_CASES, ids=[c.id for c in ONE_LINE_CASES])
+@pytest.mark.parametrize("case", CORPUS, ids=[c.id for c in CORPUS])
 def test_banner_command_pasted_into_bash_runs_the_same_argv(
     build_env: BuildEnv, tmp_path: Path, case: Case
 ) -> None:
@@ -196,6 +199,7 @@ def test_banner_command_pasted_into_bash_runs_the_same_argv(
     run = run_script(job.script_text, tmp_path, env=CORPUS_ENV)
     assert run.exit_code == 0, run.stderr
     (banner,) = [b for b in banners(run.stdout) if "run the tests" in b]
+    assert banner in run.stdout.split("\n")  # one line
     command = banner.split(": ", 1)[1]
     records = tmp_path / "records"
     for old in records.iterdir():
@@ -226,6 +230,11 @@ def test_launcher_banner_shows_the_wrapped_command(build_env: BuildEnv, tmp_path
 
 
 SECRET = "abc123"
+
+
+def files(folder: Path) -> list[Path]:
+    """Every file below ``folder``."""
+    return [p for p in folder.rglob("*") if p.is_file()]
 
 
 def _printouts(build_env: BuildEnv, request: dict[str, object], tmp_path: Path) -> str:
@@ -311,7 +320,7 @@ def test_secrets_from_environment_leave_no_file_holding_them(
     )
     job = build_env.build(request)
     job.write()
-    for path in build_env.work_dir.iterdir():
+    for path in files(build_env.work_dir):
         assert SECRET not in path.read_text(), path
     script = build_env.work_dir / job.script_name
     assert stat.S_IMODE(script.stat().st_mode) == 0o755

@@ -1,6 +1,7 @@
 """Secret values: found in the request, shown as ``***`` in every printout.
 
-A value is secret when the request marks it (``secret_values``) or when it is
+A value is secret when the request marks it (``secret_values``), when it is the
+``slurm_password``, or when it is
 assigned in ``custom_env`` to a variable whose name matches one of
 ``secret_name_patterns`` (shell patterns, any letter case; by default
 ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*KEY*``). The script that must
@@ -103,6 +104,8 @@ def request_secrets(request: BuildRequest) -> tuple[str, ...]:
     """The request's secret values: marked ones, and those of ``custom_env``
     assignments to secret-looking names (as written there and as assigned)."""
     found = list(request.secret_values)
+    if request.slurm_password is not None:
+        found.append(request.slurm_password.get_secret_value())
     if request.custom_env:
         for a in secret_assignments(request.custom_env, request.secret_name_patterns):
             found += [a.value, a.raw]

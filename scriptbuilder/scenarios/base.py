@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
 from scriptbuilder.resolution.secrets import mask
-from scriptbuilder.script.render import render_inline
+from scriptbuilder.script.render import one_line_command, render_inline
 
 if TYPE_CHECKING:
     from scriptbuilder.job.plan import Step, TaskShape, WorkflowPlan
@@ -22,7 +22,7 @@ def step_banner(step: Step, secrets: tuple[str, ...] = ()) -> str:
     """``==> <label>: <command>``, the command as shell text that runs the same
     argv when pasted into bash; secret values shown as ``***``."""
     command = step.command if step.command is not None else render_inline(step.body)
-    return mask(f"{BANNER_PREFIX}{step.label}: {command}", secrets)
+    return mask(f"{BANNER_PREFIX}{step.label}: {one_line_command(command)}", secrets)
 
 
 class Scenario(ABC):

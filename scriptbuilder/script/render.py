@@ -157,6 +157,18 @@ def quote_literal(text: str) -> str:
     return _single_quoted(text)
 
 
+#: What a one-line display of shell text may not hold raw.
+_LINE_SPECIAL = _SQ_SPECIAL | frozenset("\n")
+
+
+def one_line_command(text: str) -> str:
+    """Shell text ``text`` as one line that runs the same when pasted into bash:
+    as written when it is one plain line, else ``eval $'...'``."""
+    if _plain(text, _LINE_SPECIAL):
+        return text
+    return "eval " + _ansi_c(text, _LINE_SPECIAL)
+
+
 def _dq_escape(text: str) -> str:
     """Escape ``\\``, ``"``, ``$`` and backtick for a double-quoted context; a
     special character closes the double quotes for an ANSI-C quoted part."""
