@@ -195,10 +195,10 @@ def test_every_step_starts_with_its_banner(build_env: BuildEnv, tmp_path: Path) 
 def test_banner_command_pasted_into_bash_runs_the_same_argv(
     build_env: BuildEnv, tmp_path: Path, case: Case
 ) -> None:
-    job = build_env.build(build_env.request("pytest", test_cmd=f"pytest {case.tail}"))
-    run = run_script(job.script_text, tmp_path, env=CORPUS_ENV)
+    request = build_env.request("custom", custom_cmd=f"record-argv {case.tail}", required_devices=1)
+    run = run_script(build_env.build(request).script_text, tmp_path, env=CORPUS_ENV)
     assert run.exit_code == 0, run.stderr
-    (banner,) = [b for b in banners(run.stdout) if "run the tests" in b]
+    (banner,) = [b for b in banners(run.stdout) if "run the custom command" in b]
     assert banner in run.stdout.split("\n")  # one line
     command = banner.split(": ", 1)[1]
     records = tmp_path / "records"
@@ -214,8 +214,8 @@ def test_banner_command_pasted_into_bash_runs_the_same_argv(
     assert pasted.returncode == 0, pasted.stderr
     (path,) = records.iterdir()
     name, *args = path.read_bytes().decode("utf-8").split("\0")[:-1]
-    assert (name, args) == ("pytest", case.argv)
-    assert run.calls("pytest") == [case.argv]
+    assert (name, args) == ("record-argv", case.argv)
+    assert run.calls("record-argv") == [case.argv]
 
 
 def test_launcher_banner_shows_the_wrapped_command(build_env: BuildEnv, tmp_path: Path) -> None:

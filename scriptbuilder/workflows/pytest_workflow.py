@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from scriptbuilder.job.plan import Step, TaskShape
+from scriptbuilder.script.render import render_inline
 from scriptbuilder.script.tree import Command, Export, Run, Statement, Word
 from scriptbuilder.workflows.base import Workflow, user_command_step
 
@@ -32,5 +33,6 @@ class PytestWorkflow(Workflow):
         if self.workdir is not None:
             before.append(Run(Command.of("cd", self.workdir)))
         if before:
-            step = replace(step, body=(*before, *step.body))
+            shown = f"{render_inline(tuple(before))}; {step.command}"
+            step = replace(step, body=(*before, *step.body), command=shown)
         return (step,)

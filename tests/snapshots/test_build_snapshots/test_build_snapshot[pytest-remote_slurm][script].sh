@@ -3,6 +3,7 @@
 #SBATCH --partition=gpu
 #SBATCH --account=acct
 #SBATCH --time=02:00:00
+#SBATCH --signal=B:USR1@300
 #SBATCH --nodes=1
 #SBATCH --ntasks=1
 #SBATCH --ntasks-per-node=1
@@ -13,11 +14,42 @@
 
 export LLM_MODELS_ROOT=/models
 
+time_limit_reached() {
+  echo "Job ${SLURM_JOB_ID:-} reached its time limit (02:00:00) during ${step:-setup}"
+  rc=124
+  if [ -n "${step_pid:-}" ]; then
+    kill "${step_pid}" 2>/dev/null
+  fi
+  if [ -n "${timer:-}" ]; then
+    kill "${timer}" 2>/dev/null
+  fi
+  echo "Job ${SLURM_JOB_ID:-} finished at $(date) with exit code ${rc}"
+  exit "${rc}"
+}
+trap time_limit_reached USR1
+time_limit_timer() {
+  trap 'kill "$!"; exit 0' TERM
+  sleep "$1" &
+  wait "$!"
+  kill -USR1 "$$"
+}
+if [ "${ENVIRONMENT:-}" '!=' BATCH ]; then
+  if [ -n "${SLURM_JOB_END_TIME:-}" ]; then
+    warn_in="$((${SLURM_JOB_END_TIME} - $(date +%s) - 300))"
+  else
+    warn_in=6900
+  fi
+  time_limit_timer "${warn_in}" </dev/null >/dev/null 2>/dev/null &
+  timer="$!"
+fi
+
 echo "Job ${SLURM_JOB_ID:-} started at $(date) on $(hostname)"
 rc=0
 
 if [ "${rc}" -eq 0 ]; then
   # install the project
+  step='install the project'
+  printf '%s\n' '==> install the project: set -e; pip install -e .; pip install -r requirements-dev.txt'
   srun \
     -l \
     --nodes=1 \
@@ -28,12 +60,17 @@ if [ "${rc}" -eq 0 ]; then
     --container-mounts=/home/alice:/home/alice,/lustre/alice/TensorRT-LLM:/lustre/alice/TensorRT-LLM,/data/models:/models \
     --container-workdir=/lustre/alice/TensorRT-LLM \
     --kill-on-bad-exit=1 \
-    bash -c 'set -e; pip install -e .; pip install -r requirements-dev.txt' step
+    bash -c 'set -e; pip install -e .; pip install -r requirements-dev.txt' step &
+  step_pid="$!"
+  wait "${step_pid}"
   rc=$?
+  step_pid=''
 fi
 
 if [ "${rc}" -eq 0 ]; then
   # run the tests
+  step='run the tests'
+  printf '%s\n' '==> run the tests: cd /lustre/alice/TensorRT-LLM/tests/integration/defs; pytest -v '\''accuracy/test_llm_api_pytorch.py::TestQwen3_30B_A3B::test_auto_dtype[tp4-attn_backend=TRTLLM]'\'''
   srun \
     -l \
     --nodes=1 \
@@ -44,9 +81,16 @@ if [ "${rc}" -eq 0 ]; then
     --container-mounts=/home/alice:/home/alice,/lustre/alice/TensorRT-LLM:/lustre/alice/TensorRT-LLM,/data/models:/models \
     --container-workdir=/lustre/alice/TensorRT-LLM \
     --kill-on-bad-exit=1 \
-    bash -c 'for name in $(compgen -e); do case "${name}" in SLURM_PROCID|SLURM_LOCALID) ;; OMPI_*|ORTE_*|OPAL_*|PMI*|MPI_*|SLURM_*) unset "${name}" ;; esac; done; cd /lustre/alice/TensorRT-LLM/tests/integration/defs; printf -v __sb_command %s "$@"; set --; eval "unset -v __sb_command; ${__sb_command}"' step 'pytest -v '\''accuracy/test_llm_api_pytorch.py::TestQwen3_30B_A3B::test_auto_dtype[tp4-attn_backend=TRTLLM]'\'''
+    bash -c 'for name in $(compgen -e); do case "${name}" in SLURM_PROCID|SLURM_LOCALID) ;; OMPI_*|ORTE_*|OPAL_*|PMI*|MPI_*|SLURM_*) unset "${name}" ;; esac; done; cd /lustre/alice/TensorRT-LLM/tests/integration/defs; printf -v __sb_command %s "$@"; set --; eval "unset -v __sb_command; ${__sb_command}"' step 'pytest -v '\''accuracy/test_llm_api_pytorch.py::TestQwen3_30B_A3B::test_auto_dtype[tp4-attn_backend=TRTLLM]'\''' &
+  step_pid="$!"
+  wait "${step_pid}"
   rc=$?
+  step_pid=''
 fi
 
+trap '' USR1
+if [ -n "${timer:-}" ]; then
+  kill "${timer}" 2>/dev/null
+fi
 echo "Job ${SLURM_JOB_ID:-} finished at $(date) with exit code ${rc}"
 exit "${rc}"
