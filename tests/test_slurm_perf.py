@@ -35,6 +35,9 @@ def test_perf_sanity_launch_script_runs(slurm_cluster: SlurmCluster, tmp_path: P
     config = yaml.safe_load(AGGR.read_text())
     config["hardware"]["gpus_per_node"] = 2
     (configs / AGGR.name).write_text(yaml.safe_dump(config))
+    perf_test = env.repo / PERF_FILE  # where the launch script's pytest looks for it
+    perf_test.parent.mkdir(parents=True, exist_ok=True)
+    perf_test.write_text("def test_e2e():\n    pass\n")
     env.slurm_env(**cluster_slurm_env(slurm_cluster))
     home = tmp_path / "home"
     models = tmp_path / "models"

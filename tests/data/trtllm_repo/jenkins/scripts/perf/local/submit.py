@@ -234,8 +234,10 @@ def launch_script(
         srun_args.append(f"--mpi={args.mpi_type}")
     elif runtime == "aggregated" and nodes * hw["per_node"] > 1:
         srun_args.append("--mpi=pmix")
+    # like the real slurm_run.sh, the test runs from <llm-src>/tests/integration/defs
     pytest_cmd = (
-        f"pytest -v perf/test_perf_sanity.py --test-list={test_list_path} --output-dir={work_dir}"
+        'cd "$llmSrcNode/tests/integration/defs" && pytest -v perf/test_perf_sanity.py'
+        f" --test-list={test_list_path} --output-dir={work_dir}"
     )
     lines += ["# shellcheck disable=SC2054  # commas inside --container-mounts"]
     lines += ["srunArgs=(", *(f"  {q(a)}" for a in srun_args), ")", ""]
