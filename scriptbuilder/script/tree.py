@@ -24,14 +24,17 @@ _SIGNAL_NAME = re.compile(r"[A-Z][A-Z0-9]*")
 REDIRECT_OPS = ("<", ">", ">>", "2>", "2>>")
 
 
+def _check(
+    value: str, what: str = "a shell variable name", pattern: re.Pattern[str] = _SHELL_NAME
+) -> None:
+    """Refuse ``value`` unless all of it matches ``pattern``."""
+    if pattern.fullmatch(value) is None:
+        raise ValueError(f"not {what}: {value!r}")
+
+
 def is_shell_name(name: str) -> bool:
     """True when ``name`` can be a shell variable name."""
     return _SHELL_NAME.fullmatch(name) is not None
-
-
-def _check_name(name: str, what: str = "shell variable name") -> None:
-    if not is_shell_name(name):
-        raise ValueError(f"not a {what}: {name!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +53,7 @@ class Var:
 
     def __post_init__(self) -> None:
         if not (self.name.isdigit() or self.name in _SPECIAL_PARAMS):
-            _check_name(self.name)
+            _check(self.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,8 +138,7 @@ class Directive:
     value: str | None = None
 
     def __post_init__(self) -> None:
-        if _OPTION_NAME.fullmatch(self.option) is None:
-            raise ValueError(f"not an sbatch option name: {self.option!r}")
+        _check(self.option, "an sbatch option name", _OPTION_NAME)
         if self.value is not None and ("\n" in self.value or "\r" in self.value):
             raise ValueError(f"#SBATCH --{self.option} value must be one line: {self.value!r}")
 
@@ -152,21 +154,19 @@ class Blank:
 
 
 @dataclass(frozen=True, slots=True)
-class Export:
+class Assign:
+    """``name=value``."""
+
     name: str
     value: Word
 
     def __post_init__(self) -> None:
-        _check_name(self.name)
+        _check(self.name)
 
 
 @dataclass(frozen=True, slots=True)
-class Assign:
-    name: str
-    value: Word
-
-    def __post_init__(self) -> None:
-        _check_name(self.name)
+class Export(Assign):
+    """``export name=value``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +199,7 @@ class Function:
     body: tuple[Statement, ...]
 
     def __post_init__(self) -> None:
-        _check_name(self.name, "function name")
+        _check(self.name, "a function name")
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,8 +214,7 @@ class Trap:
         if not self.signals:
             raise ValueError("a trap needs at least one signal")
         for signal in self.signals:
-            if _SIGNAL_NAME.fullmatch(signal) is None:
-                raise ValueError(f"not a signal name: {signal!r}")
+            _check(signal, "a signal name", _SIGNAL_NAME)
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,9 +230,9 @@ class ClearEnv:
 
     def __post_init__(self) -> None:
         for prefix in self.prefixes:
-            _check_name(prefix, "variable prefix")
+            _check(prefix, "a variable prefix")
         for name in self.keep:
-            _check_name(name)
+            _check(name)
 
 
 @dataclass(frozen=True, slots=True)
