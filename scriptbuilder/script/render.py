@@ -22,6 +22,7 @@ Quoting rules, applied by construction:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -103,13 +104,21 @@ _DQ_SPECIAL = _CONTROL | frozenset("\u201c\u201d\u2033\u2036")
 _NAMED_ESCAPES = {"\a": "\\a", "\b": "\\b", "\x1b": "\\E", "\f": "\\f", "\r": "\\r", "\v": "\\v"}
 
 
+def _finder(special: frozenset[str]) -> re.Pattern[str]:
+    """A pattern matching one character of ``special`` or a surrogate."""
+    return re.compile("[" + "".join(sorted(map(re.escape, special))) + "\ud800-\udfff]")
+
+
+_FINDERS = {special: _finder(special) for special in (_SQ_SPECIAL, _DQ_SPECIAL)}
+
+
 def _plain(text: str, special: frozenset[str]) -> bool:
     """True when ``text`` holds no character of ``special`` and no surrogate."""
     if text.isprintable():
         # Printable text has no control character and no surrogate; only the
         # unicode quotes remain to look for.
         return text.isascii() or special.isdisjoint(text)
-    return not any(_is_special(char, special) for char in text)
+    return _FINDERS[special].search(text) is None
 
 
 def _is_special(char: str, special: frozenset[str]) -> bool:
@@ -219,8 +228,6 @@ def _script_text(part: ScriptText) -> str:
 
 def _literal_text(parts: tuple[Part, ...]) -> str | None:
     """The text of a word made only of literal parts; None when a part expands."""
-    if len(parts) == 1 and isinstance(parts[0], Lit):
-        return parts[0].text
     out = []
     for part in parts:
         if isinstance(part, Lit):
@@ -235,22 +242,32 @@ def _literal_text(parts: tuple[Part, ...]) -> str | None:
 def render_word(word: Word, *, command_name: bool = False) -> str:
     """Render one word. ``command_name`` forces quoting of text the shell would
     read as an assignment, reserved word or job spec in command position."""
-    if command_name:
-        text = _literal_text(word.parts)
-        if text is not None and ("=" in text or text in _RESERVED or text.startswith("%")):
-            return _single_quoted(text)
-    return _word_text(word)
+    if not command_name:
+        return _word_text(word)
+    text = _literal_text(word.parts)
+    if text is None:
+        return _word_text(word)
+    if "=" in text or text in _RESERVED or text.startswith("%"):
+        return _single_quoted(text)
+    return quote_literal(text)
 
 
 def _word_text(word: Word) -> str:
     parts = word.parts
     if len(parts) == 1:
         only = parts[0]
+        if isinstance(only, Lit):
+            return quote_literal(only.text)
         if isinstance(only, Var) and only.name == "?" and only.default is None:
             return "$?"
     text = _literal_text(parts)
     if text is not None:
         return quote_literal(text)
+    return '"' + _expanding_text(parts) + '"'
+
+
+def _expanding_text(parts: tuple[Part, ...]) -> str:
+    """The inside of the double quotes of a word with run-time parts."""
     out = []
     for part in parts:
         if isinstance(part, Lit):
@@ -264,19 +281,25 @@ def _word_text(word: Word) -> str:
         elif isinstance(part, Difference):
             terms = [_arith_term(t) for t in (part.first, *part.rest)]
             out.append("$((" + " - ".join(terms) + "))")
-    return '"' + "".join(out) + '"'
+    return "".join(out)
 
 
 def render_command(command: Command) -> str:
-    first, *rest = command.argv
-    return " ".join([render_word(first, command_name=True), *[render_word(w) for w in rest]])
+    argv = command.argv
+    words = [render_word(argv[0], command_name=True)]
+    words += map(_word_text, argv[1:])
+    return " ".join(words)
 
 
 def render_option(option: SrunOption) -> str:
-    value = option.value
+    """``name=value`` as one word (``name`` alone for a flag)."""
+    name, value = option.name, option.value
     if value is None:
-        return quote_literal(option.name)
-    return render_word(Word((Lit(option.name + "="), *value.parts)))
+        return quote_literal(name)
+    text = _literal_text(value.parts)
+    if text is not None:
+        return quote_literal(name + "=" + text)
+    return '"' + _dq_escape(name + "=") + _expanding_text(value.parts) + '"'
 
 
 def render_directive(directive: Directive) -> str:

@@ -94,7 +94,7 @@ class Word:
     @staticmethod
     def of(*items: str | Part) -> Word:
         """Build a word; plain strings become :class:`Lit` parts."""
-        return Word(tuple(Lit(i) if isinstance(i, str) else i for i in items))
+        return Word(tuple([Lit(i) if isinstance(i, str) else i for i in items]))
 
 
 WordLike = str | Part | Word
@@ -119,7 +119,7 @@ class Command:
 
     @staticmethod
     def of(*args: WordLike) -> Command:
-        return Command(tuple(to_word(a) for a in args))
+        return Command(tuple(map(to_word, args)))
 
 
 # ---------------------------------------------------------------- statements
