@@ -101,6 +101,8 @@ _CONTROL = frozenset(
 _SQ_SPECIAL = _CONTROL | frozenset("\u2018\u2019")
 #: Unicode quotes shellcheck warns about inside double quotes (SC1111).
 _DQ_SPECIAL = _CONTROL | frozenset("\u201c\u201d\u2033\u2036")
+#: What a one-line display of shell text may not hold raw.
+_LINE_SPECIAL = _SQ_SPECIAL | frozenset("\n")
 _NAMED_ESCAPES = {"\a": "\\a", "\b": "\\b", "\x1b": "\\E", "\f": "\\f", "\r": "\\r", "\v": "\\v"}
 
 
@@ -109,7 +111,8 @@ def _finder(special: frozenset[str]) -> re.Pattern[str]:
     return re.compile("[" + "".join(sorted(map(re.escape, special))) + "\ud800-\udfff]")
 
 
-_FINDERS = {special: _finder(special) for special in (_SQ_SPECIAL, _DQ_SPECIAL)}
+#: Every set of special characters this module checks text against, as a pattern.
+_FINDERS = {s: _finder(s) for s in (_SQ_SPECIAL, _DQ_SPECIAL, _LINE_SPECIAL)}
 
 
 def _plain(text: str, special: frozenset[str]) -> bool:
@@ -164,10 +167,6 @@ def quote_literal(text: str) -> str:
     if text and (_SAFE.issuperset(text) or text in ("[", "]")):
         return text
     return _single_quoted(text)
-
-
-#: What a one-line display of shell text may not hold raw.
-_LINE_SPECIAL = _SQ_SPECIAL | frozenset("\n")
 
 
 def one_line_command(text: str) -> str:
