@@ -176,10 +176,15 @@ def build(
     custom_dir = posixpath.dirname(req.custom_script) if req.custom_script else None
     mounts = resolve_mounts(ctx, custom_dir)
     if not ctx.is_slurm:
-        if req.workflow_type in ("perf_sanity", "benchmark"):
+        if wants_perf_path(ctx):
+            what = (
+                f"workflow_type {req.workflow_type}"
+                if req.workflow_type != "pytest"
+                else "a perf-sanity test_cmd"
+            )
             raise BuildError(
-                f"workflow_type {req.workflow_type} needs Slurm (submit.py writes a Slurm "
-                "launch script); use execution_scenario local_slurm or remote_slurm"
+                f"{what} needs Slurm (submit.py writes a Slurm launch script); use "
+                "execution_scenario local_slurm or remote_slurm"
             )
         env_check = req.env_check
         cap = Capacity(env_check.gpus_per_node, env_check.available_gpus, "pmix")

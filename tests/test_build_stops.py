@@ -201,6 +201,16 @@ STOPS: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         {},
         "needs Slurm",
     ),
+    (
+        "docker-pytest-perf-sanity",
+        "pytest",
+        {
+            "execution_scenario": "local_docker",
+            "test_cmd": "pytest perf/test_perf_sanity.py::test_e2e[aggr-gpt_oss-x]",
+        },
+        {},
+        "a perf-sanity test_cmd needs Slurm",
+    ),
 ]
 
 
