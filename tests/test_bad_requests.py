@@ -6,7 +6,6 @@ API (BuildError, one line, nothing else) and the extra cases to the CLI as well
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ import pytest
 
 from scriptbuilder.errors import BuildError
 from tests.build_env import BuildEnv
-from tests.test_build_stops import STOPS, run_cli, snapshot_tree
+from tests.test_build_stops import STOPS, cli_refusal
 
 WIDE_EVAL = "trtllm-eval --model /models/x --tp_size 4 --pp_size 4 gsm8k"
 
@@ -117,10 +116,6 @@ def test_cli_stops(
     message: str,
 ) -> None:
     build_env.slurm_env(**env_changes)
-    request_file = tmp_path / "request.json"
-    request_file.write_text(json.dumps(_request(build_env, workflow, changes)))
-    before = snapshot_tree(build_env.work_dir)
-    code, out, err = run_cli(["build", str(request_file)])
-    assert (code, out) == (2, ""), err
-    assert len(err.splitlines()) == 1 and message in err, err
-    assert snapshot_tree(build_env.work_dir) == before
+    assert message in cli_refusal(
+        tmp_path, build_env.work_dir, _request(build_env, workflow, changes)
+    )

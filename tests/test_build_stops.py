@@ -33,6 +33,20 @@ def snapshot_tree(root: Path) -> dict[str, bytes]:
     }
 
 
+def cli_refusal(tmp_path: Path, work_dir: Path, request: dict[str, Any]) -> str:
+    """``scriptbuilder build`` on ``request``: exit 2, nothing on stdout, one error
+    line on stderr, ``work_dir`` left exactly as it was; returns the message."""
+    request_file = tmp_path / "request.json"
+    request_file.write_text(json.dumps(request))
+    before = snapshot_tree(work_dir)
+    code, out, err = run_cli(["build", str(request_file)])
+    assert (code, out) == (2, ""), err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("scriptbuilder: error: "), err
+    assert snapshot_tree(work_dir) == before
+    return lines[0].removeprefix("scriptbuilder: error: ")
+
+
 # (id, workflow, request changes, slurm_env changes, text the message must hold)
 STOPS: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
     ("unknown-field", "pytest", {"colour": "blue"}, {}, "'colour' is unknown; known fields:"),
@@ -232,17 +246,7 @@ def test_stop(
     for key, value in changes.items():
         if value is None:
             request.pop(key, None)
-    request_file = tmp_path / "request.json"
-    request_file.write_text(json.dumps(request))
-    before = snapshot_tree(build_env.work_dir)
-    code, out, err = run_cli(["build", str(request_file)])
-    assert code == 2, err
-    assert out == ""
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("scriptbuilder: error: ")
-    assert message in lines[0]
-    assert snapshot_tree(build_env.work_dir) == before
+    assert message in cli_refusal(tmp_path, build_env.work_dir, request)
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,6 @@ from the API and the CLI: one line naming the field and the fix, exit 2, nothing
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ import pytest
 from scriptbuilder.errors import BuildError
 from tests.build_env import SLURM_ENV, BuildEnv
 from tests.script_runner import run_compat
-from tests.test_build_stops import run_cli, snapshot_tree
+from tests.test_build_stops import cli_refusal
 
 
 def partitions(**changes: dict[str, Any]) -> list[dict[str, Any]]:
@@ -174,13 +173,7 @@ def test_stop_from_cli_and_api(
         build_env.build(request)
     assert message in str(caught.value) and "\n" not in str(caught.value)
 
-    request_file = tmp_path / "request.json"
-    request_file.write_text(json.dumps(request))
-    before = snapshot_tree(build_env.work_dir)
-    code, out, err = run_cli(["build", str(request_file)])
-    assert (code, out) == (2, ""), err
-    assert err.splitlines() == [f"scriptbuilder: error: {caught.value}"]
-    assert snapshot_tree(build_env.work_dir) == before
+    assert cli_refusal(tmp_path, build_env.work_dir, request) == str(caught.value)
 
 
 @pytest.mark.parametrize(

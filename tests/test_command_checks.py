@@ -6,7 +6,6 @@ API and ``scriptbuilder build``, and work_dir is left as it was.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -28,7 +27,7 @@ from scriptbuilder.inputs.command_check import (
 )
 from tests.build_env import SLURM_ENV, BuildEnv
 from tests.test_build_perf import DISAGG
-from tests.test_build_stops import run_cli, snapshot_tree
+from tests.test_build_stops import cli_refusal, snapshot_tree
 
 UNPARSABLE = [
     "pytest -k 'a and not b",
@@ -225,20 +224,12 @@ def test_refused_by_cli_and_api(
     build_env: BuildEnv, tmp_path: Path, workflow: str, changes: dict[str, Any], message: str
 ) -> None:
     request = build_env.request(workflow, **changes)
-    request_file = tmp_path / "request.json"
-    request_file.write_text(json.dumps(request))
-    before = snapshot_tree(build_env.work_dir)
-    code, out, err = run_cli(["build", str(request_file)])
-    assert code == 2, err
-    assert out == ""
-    lines = err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("scriptbuilder: error: "), err
-    assert message in lines[0]
-    assert len(lines[0]) < 500
+    line = cli_refusal(tmp_path, build_env.work_dir, request)
+    assert message in line
+    assert len(line) < 500
     with pytest.raises(BuildError) as caught:
         build_env.build(request)
-    assert str(caught.value) == lines[0].removeprefix("scriptbuilder: error: ")
-    assert snapshot_tree(build_env.work_dir) == before
+    assert str(caught.value) == line
 
 
 def test_perf_job_needing_more_nodes_than_the_partition_is_refused(
