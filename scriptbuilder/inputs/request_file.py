@@ -14,8 +14,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from scriptbuilder.errors import BuildError
 
 #: Largest request accepted (2 MiB): far above any real request, which holds
@@ -30,7 +28,6 @@ LOCAL_PATH_FIELDS = (
     "custom_script",
     "perf_config_yaml",
 )
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def read_limited(source: str, label: str, limit: int = MAX_REQUEST_BYTES) -> str:
@@ -87,14 +84,17 @@ def read_json_object(
 
 
 def _parse_yaml(text: str, label: str) -> Any:
+    import yaml  # only a request that is not JSON needs it
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        for event in yaml.parse(text, Loader=_LOADER):
+        for event in yaml.parse(text, Loader=loader):
             if isinstance(event, yaml.AliasEvent):
                 raise BuildError(
                     f"{label} uses the YAML alias *{str(event.anchor)[:60]}; aliases are "
                     "not accepted in requests, write the value out"
                 )
-        return yaml.load(text, Loader=_LOADER)
+        return yaml.load(text, Loader=loader)
     except RecursionError:
         raise BuildError(f"{label} is nested too deeply; flatten it") from None
     except yaml.YAMLError as exc:

@@ -17,7 +17,7 @@ SCHEMA_VERSION = 1
 
 
 class SlurmParams(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
     partition: str
     account: str
@@ -36,9 +36,12 @@ class SlurmParams(BaseModel):
 class JobSpec(BaseModel):
     """Every resolved value an executor needs. Scenario-specific top-level fields
     are present only for their scenario (omitted rather than null); keys of an
-    earlier job_spec.json that the builder does not own are kept (extra keys)."""
+    earlier job_spec.json that the builder does not own are kept (extra keys).
 
-    model_config = ConfigDict(extra="allow", strict=True)
+    A build writes the document from its own values and never validates it
+    here, so the validator is built on first use (``defer_build``)."""
+
+    model_config = ConfigDict(extra="allow", strict=True, defer_build=True)
 
     schema_version: int = SCHEMA_VERSION
     generator: str = Field(description="scriptbuilder and its version.")
@@ -110,9 +113,10 @@ PASS_THROUGH = (
 
 class EarlierJobSpec(BaseModel):
     """The job_spec.json found in work_dir before the build (the orchestrator's,
-    or an earlier build's): the fields read from it; every other key is kept."""
+    or an earlier build's): the fields read from it; every other key is kept.
+    Its validator is built when a file is first found (``defer_build``)."""
 
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="allow", strict=True, defer_build=True)
 
     remote_repo_path: OneLine | None = None
     remote_work_dir: OneLine | None = None

@@ -68,13 +68,13 @@ class SubmitPlan:
 
 def wants_perf_path(ctx: Context) -> bool:
     """perf_sanity/benchmark, or a pytest request that is a perf-sanity run."""
-    from scriptbuilder.inputs.tests import is_perf_sanity
-
     req = ctx.request
     if req.workflow_type in ("perf_sanity", "benchmark"):
         return True
     if req.workflow_type != "pytest":
         return False
+    from scriptbuilder.inputs.tests import is_perf_sanity  # test inspection: pytest only
+
     return bool(req.perf_config_yaml) or is_perf_sanity(req.test_cmd or "")
 
 
