@@ -225,55 +225,44 @@ class _Lexer:
         what = "command substitution" if s[origin] == "$" else "process substitution"
         raise self.error(f"{what} '{s[origin : origin + 2]}'", origin)
 
-    def skip_braced(self, i: int, origin: int) -> int:
-        """Skip the inside of ``${...}`` (``i`` past the ``{``)."""
+    def _skip_nested(self, i: int, origin: int, brackets: str, what: str, *, quotes: bool) -> int:
+        """Skip to past the ``brackets[1]`` closing the one before ``i``, counting
+        nested pairs; with ``quotes``, quotes and expansions inside are skipped whole."""
         s, n = self.s, self.n
+        opening, closing = brackets[0], brackets[1]
         depth = 0
         j = i
         while j < n:
             c = s[j]
             if c == "\\":
                 j += 2
-            elif c == "'":
+            elif quotes and c == "'":
                 j = self.skip_single(j + 1)
-            elif c == '"':
+            elif quotes and c == '"':
                 j = self.skip_double(j + 1)
-            elif c == "`":
+            elif quotes and c == "`":
                 j = self.skip_backtick(j + 1)
-            elif c == "$" and j + 1 < n and s[j + 1] in "({[":
+            elif quotes and c == "$" and j + 1 < n and s[j + 1] in "({[":
                 j = self.skip_dollar(j)
-            elif c == "{":
+            elif c == opening:
                 depth += 1
                 j += 1
-            elif c == "}":
+            elif c == closing:
                 if depth == 0:
                     return j + 1
                 depth -= 1
                 j += 1
             else:
                 j += 1
-        raise self.error("parameter expansion '${'", origin)
+        raise self.error(what, origin)
+
+    def skip_braced(self, i: int, origin: int) -> int:
+        """Skip the inside of ``${...}`` (``i`` past the ``{``)."""
+        return self._skip_nested(i, origin, "{}", "parameter expansion '${'", quotes=True)
 
     def skip_bracketed(self, i: int, origin: int) -> int:
         """Skip the inside of the old arithmetic form ``$[...]``."""
-        s, n = self.s, self.n
-        depth = 0
-        j = i
-        while j < n:
-            c = s[j]
-            if c == "\\":
-                j += 2
-            elif c == "[":
-                depth += 1
-                j += 1
-            elif c == "]":
-                if depth == 0:
-                    return j + 1
-                depth -= 1
-                j += 1
-            else:
-                j += 1
-        raise self.error("arithmetic expansion '$['", origin)
+        return self._skip_nested(i, origin, "[]", "arithmetic expansion '$['", quotes=False)
 
     def dollar_end(self, i: int) -> int | None:
         """End of the expansion starting with ``$`` at ``i``, or None for a literal ``$``."""
