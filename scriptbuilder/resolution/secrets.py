@@ -13,7 +13,6 @@ environment at run time instead, so no file holds it.
 from __future__ import annotations
 
 import fnmatch
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +73,8 @@ def from_environment(text: str, secret: list[Assignment]) -> str:
 def _forms(value: str) -> set[str]:
     """How ``value`` can appear in a printout: as is, single- or double-quoted for
     the shell, escaped in JSON."""
+    import json  # only a request with secrets needs it
+
     double = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
     double = double.replace("`", "\\`")
     return {value, value.replace("'", "'\\''"), double, json.dumps(value)[1:-1]}
@@ -90,7 +91,10 @@ def mask(text: str, secrets: tuple[str, ...]) -> str:
 
 
 def mask_data(value: Any, secrets: tuple[str, ...]) -> Any:
-    """``value`` (JSON-like data) with every string masked."""
+    """``value`` (JSON-like data) with every string masked (``value`` itself when
+    there are no secrets)."""
+    if not secrets:
+        return value
     if isinstance(value, str):
         return mask(value, secrets)
     if isinstance(value, dict):

@@ -227,6 +227,8 @@ def _script_text(part: ScriptText) -> str:
 
 def _literal_text(parts: tuple[Part, ...]) -> str | None:
     """The text of a word made only of literal parts; None when a part expands."""
+    if len(parts) == 1 and isinstance(parts[0], Lit):
+        return parts[0].text
     out = []
     for part in parts:
         if isinstance(part, Lit):
@@ -356,7 +358,9 @@ def _redirect(node: Redirect) -> str:
 
 
 def _run(node: Run) -> list[str]:
-    words = [render_command(node.command), *(_redirect(r) for r in node.redirects)]
+    words = [render_command(node.command)]
+    if node.redirects:
+        words += map(_redirect, node.redirects)
     if node.background:
         words.append("&")
     return [" ".join(words)]
