@@ -81,4 +81,9 @@ CORPUS: list[Case] = [
         ["\u2018single\u2019", "\u201cdouble\u201d \u2033\u2036"],
     ),
     Case("no-positional-parameters", '"$#" "$@" "${1-unset}"', ["0", "unset"]),
+    Case(
+        "no-variables-of-the-step",
+        '"${name-unset}" "${__sb_name-unset}" "${__sb_command-unset}"',
+        ["unset", "unset", "unset"],
+    ),
 ]

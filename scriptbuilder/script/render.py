@@ -316,8 +316,12 @@ def render_directive(directive: Directive) -> str:
 def _clear_env_lines(node: ClearEnv) -> list[str]:
     keep = "|".join(node.keep)
     drop = "|".join(p + "*" for p in node.prefixes)
-    case = f'case "${{name}}" in {keep + ") ;; " if keep else ""}{drop}) unset "${{name}}" ;; esac'
-    return [f"for name in $(compgen -e); do {case}; done"]
+    case = (
+        f'case "${{__sb_name}}" in {keep + ") ;; " if keep else ""}{drop}) '
+        'unset "${__sb_name}" ;; esac'
+    )
+    # The loop variable is the script's own: unset, the command sees no trace of it.
+    return [f"for __sb_name in $(compgen -e); do {case}; done; unset -v __sb_name"]
 
 
 def _continued(head: str, lines: list[str]) -> list[str]:

@@ -85,7 +85,7 @@ if [ "${rc}" -eq 0 ]; then
     --container-mounts=/home/alice:/home/alice,/lustre/alice/TensorRT-LLM:/lustre/alice/TensorRT-LLM,/data/models:/models \
     --container-workdir=/lustre/alice/TensorRT-LLM \
     --kill-on-bad-exit=1 \
-    bash -c 'for name in $(compgen -e); do case "${name}" in SLURM_PROCID|SLURM_LOCALID) ;; OMPI_*|ORTE_*|OPAL_*|PMI*|MPI_*|SLURM_*) unset "${name}" ;; esac; done; bash "$1"' step /lustre/alice/TensorRT-LLM/work_dirs/work/slurm_run_custom.sh &
+    bash -c 'for __sb_name in $(compgen -e); do case "${__sb_name}" in SLURM_PROCID|SLURM_LOCALID) ;; OMPI_*|ORTE_*|OPAL_*|PMI*|MPI_*|SLURM_*) unset "${__sb_name}" ;; esac; done; unset -v __sb_name; bash "$1"' step /lustre/alice/TensorRT-LLM/work_dirs/work/slurm_run_custom.sh &
   step_pid="$!"
   wait "${step_pid}"
   rc=$?

@@ -81,7 +81,7 @@ if [ "${rc}" -eq 0 ]; then
     --container-mounts=/home/alice:/home/alice,<REPO>:<REPO>,/data/models:/models \
     --container-workdir=<REPO> \
     --kill-on-bad-exit=1 \
-    bash -c 'for name in $(compgen -e); do case "${name}" in SLURM_PROCID|SLURM_LOCALID) ;; OMPI_*|ORTE_*|OPAL_*|PMI*|MPI_*|SLURM_*) unset "${name}" ;; esac; done; cd <REPO>/tests/integration/defs; printf -v __sb_command %s "$@"; set --; eval "unset -v __sb_command; ${__sb_command}"' step 'pytest -v '\''accuracy/test_llm_api_pytorch.py::TestQwen3_30B_A3B::test_auto_dtype[tp4-attn_backend=TRTLLM]'\''' &
+    bash -c 'for __sb_name in $(compgen -e); do case "${__sb_name}" in SLURM_PROCID|SLURM_LOCALID) ;; OMPI_*|ORTE_*|OPAL_*|PMI*|MPI_*|SLURM_*) unset "${__sb_name}" ;; esac; done; unset -v __sb_name; cd <REPO>/tests/integration/defs; printf -v __sb_command %s "$@"; set --; eval "unset -v __sb_command; ${__sb_command}"' step 'pytest -v '\''accuracy/test_llm_api_pytorch.py::TestQwen3_30B_A3B::test_auto_dtype[tp4-attn_backend=TRTLLM]'\''' &
   step_pid="$!"
   wait "${step_pid}"
   rc=$?

@@ -84,7 +84,7 @@ if [ "${rc}" -eq 0 ]; then
     --container-mounts=/home/user:/home/user,/lustre/models:/models \
     --container-workdir=/home/user/TensorRT-LLM \
     --kill-on-bad-exit=1 \
-    bash -c 'for name in $(compgen -e); do case "${name}" in SLURM_PROCID|SLURM_LOCALID) ;; OMPI_*|ORTE_*|OPAL_*|PMI*|MPI_*|SLURM_*) unset "${name}" ;; esac; done; bash -c "$1" slurm_run_custom.sh' step '#!/bin/bash
+    bash -c 'for __sb_name in $(compgen -e); do case "${__sb_name}" in SLURM_PROCID|SLURM_LOCALID) ;; OMPI_*|ORTE_*|OPAL_*|PMI*|MPI_*|SLURM_*) unset "${__sb_name}" ;; esac; done; unset -v __sb_name; bash -c "$1" slurm_run_custom.sh' step '#!/bin/bash
 # Runs a custom command inside a job step, once per task.
 #   CUSTOM_ENV      optional shell assignments applied first, e.g. A=1 B="x y"
 #   CUSTOM_WORKDIR  optional directory to run in
