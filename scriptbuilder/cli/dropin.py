@@ -162,6 +162,10 @@ def common_options(command: Callable[..., None]) -> Callable[..., None]:
 # ------------------------------------------------------------- subcommands
 
 
+#: The flags whose values are shell command lines (or assignments), which may span lines.
+_MULTI_LINE = frozenset({"test_cmd", "custom_cmd", "custom_env", "bench_cmd", "eval_cmd"})
+
+
 def _one_line(flag: str, value: str | None) -> None:
     if value is not None and ("\n" in value or "\r" in value):
         raise BuildError(f"{flag} must be a single line; remove the newline")
@@ -173,8 +177,10 @@ def _emit(subcommand: str, workflow: Workflow, opts: Opts) -> None:
     mpi = step_mpi(subcommand, ntasks=opts["ntasks"], nodes=opts["nodes"], requested=requested)
     shape = _shape(opts, mpi)
     model = opts["model_name"]
-    for flag in ("model_name", "partition", "account", "time_limit", "gres", "log_dir"):
-        _one_line("--" + flag.replace("_", "-"), opts.get(flag))
+    for flag, value in opts.items():
+        # Every value but a command ends up on a #SBATCH line, in an srun option or a path.
+        if flag not in _MULTI_LINE and isinstance(value, str):
+            _one_line("--" + flag.replace("_", "-"), value)
     check_log_name_part("--model-name", model)
     check_log_name_part("--log-dir", opts["log_dir"])
     allocation = SlurmAllocation(
