@@ -152,6 +152,14 @@ def test_output_file_mode_and_message(tmp_path: Path) -> None:
     assert out.read_text().startswith("#!/bin/bash\n#SBATCH --job-name=llama_auto_test\n")
 
 
+@pytest.mark.parametrize(("custom_env", "mode"), [("A=1", 0o755), ("A=1 HF_TOKEN=abc123", 0o700)])
+def test_output_carrying_a_secret_is_private(tmp_path: Path, custom_env: str, mode: int) -> None:
+    out = tmp_path / "job.slurm"
+    args = [*base("custom", tmp_path), "--custom-env", custom_env, "--output", str(out)]
+    assert run_compat(args).exit_code == 0
+    assert stat.S_IMODE(out.stat().st_mode) == mode
+
+
 def test_custom_run_script_and_workdir_flags(tmp_path: Path) -> None:
     args = [*base("custom", tmp_path), "--run-script", "/opt/run.sh", "--custom-workdir", "/wd"]
     args += ["--custom-env", "A=1"]

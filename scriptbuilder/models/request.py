@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, StringConstraints
 
 from scriptbuilder.models.fields import OneLine, Text
+from scriptbuilder.resolution.secrets import DEFAULT_SECRET_PATTERNS
 
 WorkflowType = Literal["pytest", "eval", "bench", "custom", "perf_sanity", "benchmark"]
 ExecutionScenario = Literal["local_docker", "local_slurm", "remote_slurm"]
@@ -138,7 +139,7 @@ class BuildRequest(BaseModel):
         "its time-limit closing line (at most half the limit).",
     )
     secret_name_patterns: list[Text] = Field(
-        ["*TOKEN*", "*SECRET*", "*PASSWORD*", "*KEY*"],
+        list(DEFAULT_SECRET_PATTERNS),
         description="Shell wildcards (any letter case) of custom_env names whose values are "
         "secret: shown as *** in every printout.",
     )

@@ -57,11 +57,6 @@ def write_atomic(path: str | os.PathLike[str], text: str, mode: int = 0o644) -> 
         raise
 
 
-def write_script(path: str | os.PathLike[str], text: str) -> None:
-    """A generated script: mode 0755."""
-    write_atomic(path, text, 0o755)
-
-
 STATE_DIR = ".scriptbuilder"
 LOCK_NAME = "lock"
 CURRENT = "current"
