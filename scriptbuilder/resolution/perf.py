@@ -18,7 +18,7 @@ from scriptbuilder.resolution.mounts import Mounts
 from scriptbuilder.resolution.slurm_params import SlurmTarget
 
 if TYPE_CHECKING:
-    from scriptbuilder.workflows.perf_sanity import PerfJobKind, PerfPreflight
+    from scriptbuilder.workflows.perf_sanity import PerfPreflight
 
 #: How long submit.py may run before the build gives up on it.
 SUBMIT_TIMEOUT = 300.0
@@ -38,12 +38,9 @@ class SubmitPlan:
     """
 
     workflow_type: str
-    #: ``perf`` for a perf-sanity test id, ``benchmark`` for a config file.
-    job_kind: PerfJobKind
     model_name: str
     job_name: str
     image: str
-    mpi_type: str | None
     argv: tuple[str, ...]
     checked: PerfPreflight
     #: A derived config to write before submit.py runs (eval fallback): path and text.
@@ -233,11 +230,9 @@ def resolve_perf(
     trace.chose("submit.py", " ".join(argv[1:2]), "repo_root/jenkins/scripts/perf/local")
     return SubmitPlan(
         workflow_type=req.workflow_type,
-        job_kind=kind,
         model_name=model,
         job_name=request.job_name,
         image=image,
-        mpi_type=request.mpi_type,
         argv=tuple(argv),
         checked=checked,
         derived_config=derived,

@@ -29,8 +29,6 @@ class SlurmTarget:
     gpu_gres: bool
     #: ``pmix.preferred``, or bare ``pmix`` when unset or the fallback path was taken.
     mpi_plugin: str
-    #: ``pmix.preferred`` itself (None when unset or on the fallback path).
-    pmix_preferred: str | None
 
 
 def _partition_entry(ctx: Context, name: str) -> Partition | None:
@@ -125,7 +123,6 @@ def resolve_slurm_target(ctx: Context) -> SlurmTarget:
         gpus_per_node=gpn,
         gpu_gres=bool(entry and uses_gpu_gres(entry)),
         mpi_plugin=plugin,
-        pmix_preferred=preferred,
     )
 
 

@@ -32,11 +32,6 @@ def _check(
         raise ValueError(f"not {what}: {value!r}")
 
 
-def is_shell_name(name: str) -> bool:
-    """True when ``name`` can be a shell variable name."""
-    return _SHELL_NAME.fullmatch(name) is not None
-
-
 @dataclass(frozen=True, slots=True)
 class Lit:
     """A literal string; rendering quotes it so the shell sees these exact bytes."""
