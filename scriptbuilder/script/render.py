@@ -225,26 +225,26 @@ def _script_text(part: ScriptText) -> str:
     return render_inline(part.body)
 
 
+#: Parts that render as literal text (a step script is literal text once rendered).
+_LITERAL_PARTS = (Lit, ScriptText)
+
+
 def _literal_text(parts: tuple[Part, ...]) -> str | None:
     """The text of a word made only of literal parts; None when a part expands."""
-    if len(parts) == 1 and isinstance(parts[0], Lit):
-        return parts[0].text
-    out = []
+    if len(parts) == 1:
+        only = parts[0]
+        if type(only) is Lit:
+            return only.text
+        return _script_text(only) if type(only) is ScriptText else None
     for part in parts:
-        if isinstance(part, Lit):
-            out.append(part.text)
-        elif isinstance(part, ScriptText):
-            out.append(_script_text(part))
-        else:
+        if type(part) not in _LITERAL_PARTS:
             return None
-    return "".join(out)
+    return "".join(p.text if type(p) is Lit else _script_text(p) for p in parts)  # type: ignore[union-attr, arg-type]
 
 
-def render_word(word: Word, *, command_name: bool = False) -> str:
-    """Render one word. ``command_name`` forces quoting of text the shell would
-    read as an assignment, reserved word or job spec in command position."""
-    if not command_name:
-        return _word_text(word)
+def _command_name(word: Word) -> str:
+    """The first word of a command: text the shell would read as an assignment,
+    reserved word or job spec in command position is quoted."""
     text = _literal_text(word.parts)
     if text is None:
         return _word_text(word)
@@ -253,13 +253,20 @@ def render_word(word: Word, *, command_name: bool = False) -> str:
     return quote_literal(text)
 
 
+def render_word(word: Word, *, command_name: bool = False) -> str:
+    """Render one word. ``command_name`` forces quoting of text the shell would
+    read as an assignment, reserved word or job spec in command position."""
+    return _command_name(word) if command_name else _word_text(word)
+
+
 def _word_text(word: Word) -> str:
     parts = word.parts
     if len(parts) == 1:
         only = parts[0]
-        if isinstance(only, Lit):
-            return quote_literal(only.text)
-        if isinstance(only, Var) and only.name == "?" and only.default is None:
+        if type(only) is Lit:  # the usual word: one literal, often safe as it is
+            text = only.text
+            return text if text and _SAFE.issuperset(text) else quote_literal(text)
+        if type(only) is Var and only.name == "?" and only.default is None:
             return "$?"
     text = _literal_text(parts)
     if text is not None:
@@ -271,23 +278,24 @@ def _expanding_text(parts: tuple[Part, ...]) -> str:
     """The inside of the double quotes of a word with run-time parts."""
     out = []
     for part in parts:
-        if isinstance(part, Lit):
-            out.append(_dq_escape(part.text))
-        elif isinstance(part, ScriptText):
-            out.append(_dq_escape(_script_text(part)))
-        elif isinstance(part, Var):
-            out.append(_render_var(part))
-        elif isinstance(part, Subst):
-            out.append("$(" + render_command(part.command) + ")")
-        elif isinstance(part, Difference):
-            terms = [_arith_term(t) for t in (part.first, *part.rest)]
+        kind = type(part)
+        if kind is Lit:
+            out.append(_dq_escape(part.text))  # type: ignore[union-attr]
+        elif kind is Var:
+            out.append(_render_var(part))  # type: ignore[arg-type]
+        elif kind is Subst:
+            out.append("$(" + render_command(part.command) + ")")  # type: ignore[union-attr]
+        elif kind is ScriptText:
+            out.append(_dq_escape(_script_text(part)))  # type: ignore[arg-type]
+        elif kind is Difference:
+            terms = [_arith_term(t) for t in (part.first, *part.rest)]  # type: ignore[union-attr]
             out.append("$((" + " - ".join(terms) + "))")
     return "".join(out)
 
 
 def render_command(command: Command) -> str:
     argv = command.argv
-    words = [render_word(argv[0], command_name=True)]
+    words = [_command_name(argv[0])]
     words += map(_word_text, argv[1:])
     return " ".join(words)
 
