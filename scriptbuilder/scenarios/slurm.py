@@ -87,7 +87,7 @@ _CLEAR_MPI_ENV = ClearEnv(MPI_ENV_PREFIXES, MPI_ENV_KEEP)
 
 
 def _option(name: str, value: str) -> SrunOption:
-    return SrunOption(name, Word.of(value))
+    return SrunOption(name, Word.literal(value))
 
 
 def _step_script(step: Step) -> Word:
@@ -152,7 +152,7 @@ def _step_block(step: Step, container_options: tuple[SrunOption, ...], banner: s
         _STATUS_OK,
         (
             Comment(step.label),
-            Assign(time_limit.STEP, Word.of(step.label)),
+            Assign(time_limit.STEP, Word.literal(step.label)),
             Run(Command.of("printf", PRINT_LINE, banner)),
             _srun(step, container_options),
             _STEP_PID_FROM_LAST,
@@ -175,7 +175,7 @@ def job_body(
     and the seconds of warning before it (None: no limit, no warning)."""
     body: list[Statement] = [_BLANK]
     for name, value in (*exports, *plan.env):
-        body.append(Export(name, Word.of(value)))
+        body.append(Export(name, Word.literal(value)))
     if limit is not None:
         text, warning = limit
         body += [_BLANK, *time_limit.handler(text, _FINISHED)]

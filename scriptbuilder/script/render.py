@@ -225,21 +225,17 @@ def _script_text(part: ScriptText) -> str:
     return render_inline(part.body)
 
 
-#: Parts that render as literal text (a step script is literal text once rendered).
-_LITERAL_PARTS = (Lit, ScriptText)
-
-
 def _literal_text(parts: tuple[Part, ...]) -> str | None:
     """The text of a word made only of literal parts; None when a part expands."""
-    if len(parts) == 1:
-        only = parts[0]
-        if type(only) is Lit:
-            return only.text
-        return _script_text(only) if type(only) is ScriptText else None
+    out = []
     for part in parts:
-        if type(part) not in _LITERAL_PARTS:
+        if type(part) is Lit:
+            out.append(part.text)
+        elif type(part) is ScriptText:
+            out.append(_script_text(part))
+        else:
             return None
-    return "".join(p.text if type(p) is Lit else _script_text(p) for p in parts)  # type: ignore[union-attr, arg-type]
+    return out[0] if len(out) == 1 else "".join(out)
 
 
 def _command_name(word: Word) -> str:
@@ -264,10 +260,11 @@ def _word_text(word: Word) -> str:
     if len(parts) == 1:
         only = parts[0]
         if type(only) is Lit:  # the usual word: one literal, often safe as it is
-            text = only.text
-            return text if text and _SAFE.issuperset(text) else quote_literal(text)
-        if type(only) is Var and only.name == "?" and only.default is None:
-            return "$?"
+            return (
+                only.text if only.text and _SAFE.issuperset(only.text) else quote_literal(only.text)
+            )
+        if type(only) is Var:
+            return "$?" if only.name == "?" and only.default is None else f'"{_render_var(only)}"'
     text = _literal_text(parts)
     if text is not None:
         return quote_literal(text)
@@ -278,17 +275,16 @@ def _expanding_text(parts: tuple[Part, ...]) -> str:
     """The inside of the double quotes of a word with run-time parts."""
     out = []
     for part in parts:
-        kind = type(part)
-        if kind is Lit:
-            out.append(_dq_escape(part.text))  # type: ignore[union-attr]
-        elif kind is Var:
-            out.append(_render_var(part))  # type: ignore[arg-type]
-        elif kind is Subst:
-            out.append("$(" + render_command(part.command) + ")")  # type: ignore[union-attr]
-        elif kind is ScriptText:
-            out.append(_dq_escape(_script_text(part)))  # type: ignore[arg-type]
-        elif kind is Difference:
-            terms = [_arith_term(t) for t in (part.first, *part.rest)]  # type: ignore[union-attr]
+        if type(part) is Lit:
+            out.append(_dq_escape(part.text))
+        elif type(part) is Var:
+            out.append(_render_var(part))
+        elif type(part) is Subst:
+            out.append("$(" + render_command(part.command) + ")")
+        elif type(part) is ScriptText:
+            out.append(_dq_escape(_script_text(part)))
+        elif type(part) is Difference:
+            terms = [_arith_term(t) for t in (part.first, *part.rest)]
             out.append("$((" + " - ".join(terms) + "))")
     return "".join(out)
 

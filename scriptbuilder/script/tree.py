@@ -91,15 +91,20 @@ class Word:
         """Build a word; plain strings become :class:`Lit` parts."""
         return Word(tuple([Lit(i) if isinstance(i, str) else i for i in items]))
 
+    @staticmethod
+    def literal(text: str) -> Word:
+        """The word of one literal string."""
+        return Word((Lit(text),))
+
 
 WordLike = str | Part | Word
 
 
 def to_word(value: WordLike) -> Word:
     """Coerce a string or part into a :class:`Word`."""
-    if isinstance(value, Word):
-        return value
-    return Word((Lit(value) if isinstance(value, str) else value,))
+    if isinstance(value, str):
+        return Word((Lit(value),))
+    return value if isinstance(value, Word) else Word((value,))
 
 
 @dataclass(frozen=True, slots=True)

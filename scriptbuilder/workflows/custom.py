@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass
+from functools import cache
 from pathlib import Path
 
 from scriptbuilder.inputs.file_cache import load
@@ -16,6 +17,7 @@ _RUN_PACKAGED: tuple[Statement, ...] = (Run(Command.of("bash", "-c", Var("1"), R
 _RUN_FILE: tuple[Statement, ...] = (Run(Command.of("bash", Var("1"))),)
 
 
+@cache
 def packaged_run_script_path() -> Path:
     """The run script shipped with scriptbuilder."""
     return Path(__file__).resolve().parent.parent / "data" / RUN_SCRIPT_NAME
