@@ -317,13 +317,24 @@ def _interleaved(commands: dict[str, list[str]], runs: int) -> dict[str, list[fl
 DROP_IN_LIMIT = 2.2
 BUILD_LIMIT = 1.5
 LIBRARIES = "import click, pydantic, yaml"
+#: What no drop-in can do without: the library its command line is declared with.
+CLICK_ONLY = "import click"
+#: The libraries and the least a pydantic validator needs: one model, defined and used.
+ONE_MODEL = LIBRARIES + "\nclass M(pydantic.BaseModel):\n    x: int\nM(x=1)"
 
 
 def bench_startup(cfg: Config, sandbox: Sandbox, reference: Path | None = None) -> list[Row]:
     py = sys.executable
     floor = "python -c pass (floor)"
     lib_floor = f'python -c "{LIBRARIES}" (library floor)'
-    commands: dict[str, list[str]] = {floor: [py, "-c", "pass"], lib_floor: [py, "-c", LIBRARIES]}
+    click_floor = f'python -c "{CLICK_ONLY}" (under the drop-in target)'
+    model_floor = "python -c <the libraries + one pydantic model> (under the build target)"
+    commands: dict[str, list[str]] = {
+        floor: [py, "-c", "pass"],
+        lib_floor: [py, "-c", LIBRARIES],
+        click_floor: [py, "-c", CLICK_ONLY],
+        model_floor: [py, "-c", ONE_MODEL],
+    }
     drop_in = console_script("build_slurm_script")
     for sub in ("pytest", "custom", "bench", "eval"):
         args = _compat_args(sub, sandbox.root / "logs")
@@ -355,7 +366,9 @@ def bench_startup(cfg: Config, sandbox: Sandbox, reference: Path | None = None) 
     rows = []
     for name, samples in times.items():
         median = statistics.median(samples)
-        if " build " in name:
+        if name == model_floor:
+            ratio, against, limit = median / libs, "library floor", None
+        elif " build " in name:
             ratio, against, limit = median / libs, "library floor", BUILD_LIMIT
         elif name.startswith(("python -m scriptbuilder.cli.dropin", "build_slurm_script")):
             ratio, against, limit = median / base, "floor", DROP_IN_LIMIT
