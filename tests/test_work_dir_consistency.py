@@ -3,20 +3,27 @@ come from the same build, whatever moment a build is killed, and builds into one
 work_dir follow one another.
 
 Builds run in forked child processes (``BuiltJob.write`` of prepared jobs) and
-are killed with SIGKILL at random moments (fixed seed, bounded trials).
+are killed with SIGKILL at random moments (fixed seed, bounded trials), or stop
+just before each of their changes to the disk in turn.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 import random
+import shutil
 import signal
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from scriptbuilder.api import BuiltJob
+from scriptbuilder.outputs.atomic import Generation
 from tests.build_env import BuildEnv
 
 IMAGES = [f"nvcr.io#nvidia/tensorrt-llm:1.{i}" for i in range(4)]
@@ -176,3 +183,137 @@ def test_a_job_spec_rewritten_by_another_tool_is_kept_until_the_next_build(
     second.write()
     assert _shown(work_dir) == (second.job_spec_json, second.script_text)
     _assert_no_leftovers(work_dir, second)
+
+
+# ------------------------------------------------- a build stopped at every step
+
+#: The calls of ``os`` that change the disk (or the lock file) during a build.
+CHANGES = ("open", "write", "pwrite", "fchmod", "symlink", "replace", "rename", "unlink", "mkdir")
+STOPPED = 3
+
+
+def _write_stopped_at(job: BuiltJob, step: int) -> bool:
+    """``job.write()`` in a child that exits just before its ``step``-th change (as
+    a SIGKILL there would); True when it stopped, False when the build finished."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            count = 0
+
+            def stop_first(call: Any) -> Any:
+                def stopping(*args: Any, **kwargs: Any) -> Any:
+                    nonlocal count
+                    count += 1
+                    if count == step:
+                        os._exit(STOPPED)
+                    return call(*args, **kwargs)
+
+                return stopping
+
+            for name in CHANGES:
+                setattr(os, name, stop_first(getattr(os, name)))
+            job.write()
+        finally:
+            os._exit(0)
+    status = _reap(pid)
+    assert os.WIFEXITED(status), status
+    return os.WEXITSTATUS(status) == STOPPED
+
+
+def _reset(work_dir: Path, start: list[BuiltJob], layout: str) -> None:
+    """work_dir with only slurm_env.json, then ``start`` written as ``layout``."""
+    for entry in os.listdir(work_dir):
+        path = work_dir / entry
+        if entry == ".scriptbuilder":
+            shutil.rmtree(path)
+        elif entry != "slurm_env.json":
+            path.unlink()
+    if layout == "generations":
+        for job in start:
+            job.write()
+        return
+    # regular files, as written before this layout
+    job = start[-1]
+    (work_dir / "job_spec.json").write_text(job.job_spec_json, encoding="utf-8")
+    script = work_dir / job.script_name
+    script.write_text(job.script_text, encoding="utf-8")
+    script.chmod(0o755)
+
+
+@pytest.mark.parametrize("layout", ["generations", "regular files"])
+def test_a_build_stopped_before_any_change_is_cleaned_up_by_the_next(
+    build_env: BuildEnv, layout: str
+) -> None:
+    jobs = _jobs(build_env)
+    work_dir = build_env.work_dir
+    # the stopped and the recovery builds have their own script names; the last
+    # one has the start's (a regular file is left alone when no build names it)
+    start, stopped, recovery, last = [jobs[3], jobs[0]], jobs[2], jobs[3], jobs[1]
+    step = 1
+    while True:
+        _reset(work_dir, start, layout)
+        if not _write_stopped_at(stopped, step):
+            break
+        _assert_consistent(work_dir, jobs)
+        # the next build, itself stopped anywhere, then one more: no leftovers
+        recovery_step = 1
+        while _write_stopped_at(recovery, recovery_step):
+            _assert_consistent(work_dir, jobs)
+            last.write()
+            assert _shown(work_dir) == (last.job_spec_json, last.script_text)
+            _assert_no_leftovers(work_dir, last)
+            _reset(work_dir, start, layout)
+            _write_stopped_at(stopped, step)
+            recovery_step += 1
+        assert recovery_step > 1
+        step += 1
+    assert step > 10  # the build did stop at each of its changes
+
+
+def test_a_build_failing_after_its_switch_keeps_what_it_published(
+    build_env: BuildEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, _, second, third = _jobs(build_env)
+    work_dir = build_env.work_dir
+    first.write()
+
+    def failing(self: Generation, earlier: str) -> None:
+        raise OSError(errno.EIO, "Input/output error", earlier)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Generation, "_retire", failing)
+        with pytest.raises(OSError):
+            second.write()
+    assert _shown(work_dir) == (second.job_spec_json, second.script_text)
+    assert (work_dir / ".scriptbuilder" / "lock").read_bytes() == b"1"  # not done
+    third.write()  # searches for what the failed build left
+    assert _shown(work_dir) == (third.job_spec_json, third.script_text)
+    _assert_no_leftovers(work_dir, third)
+    assert (work_dir / ".scriptbuilder" / "lock").read_bytes() == b"0"
+
+
+def test_work_dirs_of_earlier_layouts_are_taken_over(build_env: BuildEnv) -> None:
+    first, _, second, third = _jobs(build_env)
+    work_dir = build_env.work_dir
+    state = work_dir / ".scriptbuilder"
+    # one numbered generation folder per build, an empty lock file
+    first.write()
+    os.rename(state / os.readlink(state / "current"), state / "gen-000007")
+    (state / "gen-2").rmdir()
+    (state / "gen-000006").mkdir()
+    os.symlink("gen-000007", state / ".current.tmp")
+    os.replace(state / ".current.tmp", state / "current")
+    (state / "lock").write_bytes(b"")
+    assert _shown(work_dir) == (first.job_spec_json, first.script_text)
+    second.write()
+    assert _shown(work_dir) == (second.job_spec_json, second.script_text)
+    _assert_no_leftovers(work_dir, second)
+    # two folders, the second never made (one build by the first version of them)
+    (state / os.readlink(state / "current")).rename(state / "gen-1")
+    (state / "gen-2").rmdir()
+    os.symlink("gen-1", state / ".current.tmp")
+    os.replace(state / ".current.tmp", state / "current")
+    (state / "lock").write_bytes(b"")
+    third.write()
+    assert _shown(work_dir) == (third.job_spec_json, third.script_text)
+    _assert_no_leftovers(work_dir, third)

@@ -21,6 +21,16 @@ the lock, a build first removes what an interrupted build left behind (files
 in the folder not in use, temporary links and files), and after its switch it
 empties the earlier generation's folder.
 
+A build knows whether the one before it was interrupted: the lock file holds
+one byte, ``1`` from before a build changes anything until its last step
+(after the earlier generation's folder is emptied), then ``0``. A build that
+finds ``1`` (left by a build that was killed or failed), or no current
+generation, searches ``work_dir`` and ``.scriptbuilder`` for leftovers before
+it writes. Otherwise the folder not in use is empty and every link shows a
+file, as the build before left them; the only links the switch can leave
+showing nothing are then those named by the earlier generation's files, which
+the build checks one by one instead of reading all of ``work_dir``.
+
 A documented path that is a regular file (written before this layout, or
 rewritten in place of the link by another tool) is first copied into the
 current generation and then replaced by the link, so what a reader sees does
@@ -39,17 +49,27 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    """All of ``data`` to the open file ``fd`` (``os.write`` may write less)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def write_atomic(path: str | os.PathLike[str], text: str, mode: int = 0o644) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder,
     renamed into place (``O_EXCL`` keeps two writers off the same name)."""
     target = os.fspath(path)
     folder, name = os.path.split(target)
     tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
+    data = text.encode("utf-8")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.chmod(tmp, mode)
+        try:
+            _write_all(fd, data)
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -60,9 +80,13 @@ def write_atomic(path: str | os.PathLike[str], text: str, mode: int = 0o644) -> 
 STATE_DIR = ".scriptbuilder"
 LOCK_NAME = "lock"
 CURRENT = "current"
+#: What the lock file holds while a build writes, and once it is done.
+BUSY, DONE = b"1", b"0"
 _GEN = re.compile(r"gen-(\d+)\Z")
 #: The two generation folders: a build writes into the one not in use.
 SLOTS = ("gen-1", "gen-2")
+#: What the links in ``work_dir`` point to, before the file name.
+_LINK_PREFIX = f"{STATE_DIR}/{CURRENT}/"
 #: Temporary names this module and :mod:`scriptbuilder.outputs.atomic` create:
 #: ``.<name>.<pid>.tmp``.
 _TEMP = re.compile(r"\..+\.(\d+)\.tmp\Z")
@@ -74,6 +98,18 @@ def _rmtree(path: str, ignore_errors: bool = True) -> None:
     shutil.rmtree(path, ignore_errors=ignore_errors)
 
 
+def _remove(folder: str, entries: list[str]) -> None:
+    """Remove ``entries`` (files, or folders a foreign tool put there) from ``folder``."""
+    for entry in entries:
+        path = f"{folder}/{entry}"
+        try:
+            os.unlink(path)
+        except IsADirectoryError:
+            _rmtree(path)
+        except FileNotFoundError:
+            pass
+
+
 def _empty(folder: str) -> None:
     """Remove the files in ``folder`` and keep the folder (removing a folder costs
     far more than removing its files on some file systems)."""
@@ -81,14 +117,7 @@ def _empty(folder: str) -> None:
         entries = os.listdir(folder)
     except FileNotFoundError:
         return
-    for entry in entries:
-        path = os.path.join(folder, entry)
-        try:
-            os.unlink(path)
-        except IsADirectoryError:
-            _rmtree(path)
-        except FileNotFoundError:
-            pass
+    _remove(folder, entries)
 
 
 def _copy(source: str, target: str) -> None:
@@ -109,25 +138,45 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _replace_with_link(target: str, path: str) -> None:
-    """Make ``path`` a symbolic link to ``target`` in one rename."""
-    folder, name = os.path.split(path)
-    tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(tmp)
-    os.symlink(target, tmp)
-    os.replace(tmp, path)
+def _is_link_to_nothing(path: str) -> bool:
+    """True when ``path`` is a link into ``current`` that shows no file."""
+    try:
+        target = os.readlink(path)
+    except OSError:
+        return False
+    return target.startswith(_LINK_PREFIX) and not os.path.exists(path)
+
+
+def _is_stale_temp(entry: str, path: str) -> bool:
+    """True when ``entry`` (at ``path``) is a temporary file or link of a process
+    that is gone."""
+    match = _TEMP.match(entry)
+    if match is None or _pid_alive(int(match[1])):
+        return False
+    return os.path.islink(path) or os.path.isfile(path)
 
 
 class Generation:
-    """One build's files, written into a fresh hidden folder, then published."""
+    """One build's files, written into the free generation folder, then published."""
 
     def __init__(self, work_dir: str) -> None:
         self.work_dir = os.path.normpath(work_dir)
-        self.state = os.path.join(self.work_dir, STATE_DIR)
-        self.current = os.path.join(self.state, CURRENT)
+        #: ``work_dir`` and a slash: the start of every path in it.
+        self.prefix = os.path.join(self.work_dir, "")
+        self.state = self.prefix + STATE_DIR
+        self.current = f"{self.state}/{CURRENT}"
+        self.pid = os.getpid()
         self.names: list[str] = []
+        #: The free slot this build writes into, and the generation in use before it.
         self.folder = ""
+        self.previous: str | None = None
+        #: True when the build before was interrupted (or there was none): every
+        #: step searches for leftovers instead of trusting what the last build left.
+        self.thorough = False
+        #: The open lock file (see :func:`generation`).
+        self.lock = -1
+        #: Set by the switch: from then on the files written are what readers see.
+        self.published = False
 
     # ------------------------------------------------------------------ setup
 
@@ -139,12 +188,23 @@ class Generation:
         return target if _GEN.match(target) and os.path.isdir(self._gen(target)) else None
 
     def _gen(self, name: str) -> str:
-        return os.path.join(self.state, name)
+        return f"{self.state}/{name}"
+
+    def _link(self, target: str, path: str) -> None:
+        """Make ``path`` a symbolic link to ``target`` in one rename."""
+        folder, name = os.path.split(path)
+        tmp = f"{folder}/.{name}.{self.pid}.tmp"
+        try:
+            os.symlink(target, tmp)
+        except FileExistsError:  # left by a killed process that had this pid
+            os.unlink(tmp)
+            os.symlink(target, tmp)
+        os.replace(tmp, path)
 
     def _remove_stale(self) -> None:
         """Remove what interrupted builds left: files of the slot not in use,
-        other folders, temporary files."""
-        keep = self._current_gen()
+        other folders, temporary files, links that show nothing."""
+        keep = self.previous
         for entry in os.listdir(self.state):
             path = self._gen(entry)
             if entry in SLOTS and entry != keep:
@@ -154,76 +214,102 @@ class Generation:
             elif (match := _TEMP.match(entry)) and not _pid_alive(int(match[1])):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(path)
-        self._remove_dangling_links()
         for entry in os.listdir(self.work_dir):
-            match = _TEMP.match(entry)
-            if match and not _pid_alive(int(match[1])):
-                path = os.path.join(self.work_dir, entry)
-                if os.path.islink(path) or os.path.isfile(path):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(path)
-
-    def _remove_dangling_links(self) -> None:
-        """Remove links into ``current`` that show nothing: made by a build killed
-        before its switch, or naming a file the current generation does not have."""
-        prefix = os.path.join(STATE_DIR, CURRENT, "")
-        for entry in os.listdir(self.work_dir):
-            path = os.path.join(self.work_dir, entry)
-            try:
-                target = os.readlink(path)
-            except OSError:
-                continue
-            if target.startswith(prefix) and not os.path.exists(path):
+            path = self.prefix + entry
+            if _is_link_to_nothing(path) or _is_stale_temp(entry, path):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(path)
+
+    def _make_slot(self, name: str) -> None:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(self._gen(name), 0o755)
 
     def _free_slot(self, taken: str | None) -> str:
         """The generation folder that is not ``taken``, empty (created when missing)."""
         name = SLOTS[1] if taken == SLOTS[0] else SLOTS[0]
-        path = self._gen(name)
         try:
-            os.mkdir(path, 0o755)
+            os.mkdir(self._gen(name), 0o755)
         except FileExistsError:
-            _empty(path)
+            _empty(self._gen(name))
         return name
 
-    def open(self) -> None:
-        self._remove_stale()
-        self.folder = self._free_slot(self._current_gen())
+    def open(self, lock: int) -> None:
+        """Choose the free slot, after removing leftovers when the build before
+        did not finish; ``lock`` is the lock file, held."""
+        self.lock = lock
+        if os.pread(lock, 1, 0) == BUSY:  # the build before did not finish
+            self.thorough = True
+        else:
+            os.pwrite(lock, BUSY, 0)
+        self.previous = self._current_gen()
+        if self.previous not in SLOTS:  # no build yet, or an unknown layout
+            self.thorough = True
+        if self.thorough:
+            self._remove_stale()
+            for slot in SLOTS:  # so that later builds find both
+                self._make_slot(slot)
+        # the free slot is empty: emptied above, or by the build before
+        self.folder = SLOTS[1] if self.previous == SLOTS[0] else SLOTS[0]
 
     # ---------------------------------------------------------------- writing
 
+    def name_of(self, path: str) -> str | None:
+        """The file name when ``path`` is directly in ``work_dir`` (so part of the
+        generation), else None."""
+        folder, name = os.path.split(os.path.normpath(path))
+        if folder == self.work_dir and name not in ("", STATE_DIR, ".", ".."):
+            return name
+        return None
+
     def owns(self, path: str) -> bool:
         """True when ``path`` is a file directly in ``work_dir`` (so part of the generation)."""
-        folder, name = os.path.split(os.path.normpath(path))
-        return folder == self.work_dir and name not in ("", STATE_DIR, ".", "..")
+        return self.name_of(path) is not None
 
     def path_for(self, path: str) -> str:
         """Where the file shown at ``path`` is written in this generation."""
         name = os.path.basename(os.path.normpath(path))
         if name not in self.names:
             self.names.append(name)
-        return os.path.join(self._gen(self.folder), name)
+        return self._gen(self.folder) + "/" + name
 
-    def write(self, path: str, text: str, mode: int) -> None:
-        target = self.path_for(path)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.chmod(target, mode)
+    def write(self, name: str, text: str, mode: int) -> None:
+        """Write the file shown at ``<work_dir>/<name>`` (see :meth:`name_of`).
+
+        The free slot is empty, so the file is a new one: never one truncated and
+        written again, which ext4 flushes to disk when it is closed (auto_da_alloc),
+        costing twenty times the write."""
+        if name not in self.names:
+            self.names.append(name)
+        target = f"{self.state}/{self.folder}/{name}"
+        data = text.encode("utf-8")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        try:
+            fd = os.open(target, flags, 0o600)
+        except FileNotFoundError:  # the free slot was removed by another tool
+            self._make_slot(self.folder)
+            fd = os.open(target, flags, 0o600)
+        try:
+            _write_all(fd, data)
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
 
     # ------------------------------------------------------------- publishing
 
     def _adopt(self, name: str, current: str | None) -> str | None:
         """Make ``<work_dir>/<name>`` the link into ``current`` without changing what
         it shows; returns the current generation (created for a regular file)."""
-        path = os.path.join(self.work_dir, name)
-        link = os.path.join(STATE_DIR, CURRENT, name)
+        path = self.prefix + name
+        link = _LINK_PREFIX + name
         try:
             if os.readlink(path) == link:
                 return current
         except FileNotFoundError:
-            _replace_with_link(link, path)  # nothing shown yet: shows the new file after the switch
+            # nothing shown yet: shows the new file after the switch
+            try:
+                os.symlink(link, path)
+            except FileExistsError:  # made meanwhile by another tool
+                return self._adopt(name, current)
             return current
         except OSError:
             pass  # a regular file (or a folder, left alone below)
@@ -231,26 +317,48 @@ class Generation:
             return current
         if current is None:
             current = self._free_slot(self.folder)
-            _replace_with_link(current, self.current)
-        copy = os.path.join(self._gen(current), name)
-        tmp = os.path.join(self._gen(current), f".{name}.{os.getpid()}.tmp")
+            self._link(current, self.current)
+        folder = self._gen(current)
+        tmp = f"{folder}/.{name}.{self.pid}.tmp"
         _copy(path, tmp)
-        os.replace(tmp, copy)
-        _replace_with_link(link, path)
+        os.replace(tmp, f"{folder}/{name}")
+        self._link(link, path)
         return current
+
+    def _retire(self, earlier: str) -> None:
+        """After the switch: remove the links only ``earlier`` had files for (they
+        show nothing now), then its files."""
+        folder = self._gen(earlier)
+        try:
+            entries = os.listdir(folder)
+        except FileNotFoundError:
+            entries = []
+        for entry in entries:
+            if entry not in self.names:
+                path = self.prefix + entry
+                if _is_link_to_nothing(path):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(path)
+        if earlier in SLOTS:
+            _remove(folder, entries)
+        else:  # a folder of an earlier layout
+            _rmtree(folder)
 
     def commit(self) -> None:
         """Publish the generation: every documented path shows its file at once."""
-        current = self._current_gen()
+        current = self.previous
         for name in self.names:
             current = self._adopt(name, current)
-        _replace_with_link(self.folder, self.current)  # the switch
-        self._remove_dangling_links()  # files of earlier builds this one does not have
+        self._link(self.folder, self.current)  # the switch
+        self.published = True
         if current is not None and current != self.folder:
-            _empty(self._gen(current))  # the earlier generation's files
+            self._retire(current)
+        os.pwrite(self.lock, DONE, 0)  # the next build can trust what this one left
 
     def abort(self) -> None:
-        if self.folder:
+        """Remove the files written unless they are published; the lock file keeps
+        saying busy, so the next build searches for what else this one left."""
+        if self.folder and not self.published:
             _empty(self._gen(self.folder))
 
 
@@ -260,11 +368,15 @@ def generation(work_dir: str) -> Iterator[Generation]:
     writes into it and calls :meth:`Generation.commit`. Nothing is published when
     the block raises (the files written are removed)."""
     gen = Generation(work_dir)
-    os.makedirs(gen.state, exist_ok=True)  # and work_dir
-    fd = os.open(os.path.join(gen.state, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+    lock = os.path.join(gen.state, LOCK_NAME)
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except FileNotFoundError:  # the first build: make .scriptbuilder (and work_dir)
+        os.makedirs(gen.state, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        gen.open()
+        gen.open(fd)
         try:
             yield gen
         except BaseException:

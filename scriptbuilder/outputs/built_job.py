@@ -113,8 +113,9 @@ class BuiltJob:
                 )
                 written.append(Path(script))
             for out in self.files:
-                if gen.owns(out.path):
-                    gen.write(out.path, out.text, out.mode)
+                name = gen.name_of(out.path)
+                if name is not None:
+                    gen.write(name, out.text, out.mode)
                 else:
                     write_atomic(out.path, out.text, out.mode)
                 written.append(Path(out.path))
