@@ -24,7 +24,7 @@ import pytest
 
 from scriptbuilder.api import BuiltJob
 from scriptbuilder.outputs.atomic import Generation
-from tests.build_env import BuildEnv
+from tests.build_env import REAL_FILES, BuildEnv
 
 IMAGES = [f"nvcr.io#nvidia/tensorrt-llm:1.{i}" for i in range(4)]
 TRIALS = 40
@@ -317,3 +317,40 @@ def test_work_dirs_of_earlier_layouts_are_taken_over(build_env: BuildEnv) -> Non
     third.write()
     assert _shown(work_dir) == (third.job_spec_json, third.script_text)
     _assert_no_leftovers(work_dir, third)
+    # what a build of that version left when it was killed (it never wrote the lock file)
+    (state / "lock").write_bytes(b"")
+    free = state / ("gen-2" if os.readlink(state / "current") == "gen-1" else "gen-1")
+    (free / "job_spec.json").write_text(first.job_spec_json, encoding="utf-8")
+    (free / first.script_name).write_text(first.script_text, encoding="utf-8")
+    os.symlink(f".scriptbuilder/current/{first.script_name}", work_dir / first.script_name)
+    gone = os.fork()
+    if gone == 0:
+        os._exit(0)
+    _reap(gone)
+    os.symlink(".scriptbuilder/current/job_spec.json", work_dir / f".job_spec.json.{gone}.tmp")
+    os.symlink("gen-2", state / f".current.{gone}.tmp")
+    second.write()
+    assert _shown(work_dir) == (second.job_spec_json, second.script_text)
+    _assert_no_leftovers(work_dir, second)
+
+
+def test_a_perf_build_writes_into_a_free_folder_removed_meanwhile(build_env: BuildEnv) -> None:
+    first = _jobs(build_env)[0]
+    req = build_env.request(
+        "benchmark",
+        perf_config_yaml=str(REAL_FILES / "gpt_oss_120b_fp4_blackwell.yaml"),
+        perf_test_name="gpt_oss_fp4_tp2_mtp0_1k1k",
+        model_name="demo",
+    )
+    perf = build_env.build(req)
+    assert perf.submit is not None
+    first.write()
+    state = build_env.work_dir / ".scriptbuilder"
+    (state / ("gen-2" if os.readlink(state / "current") == "gen-1" else "gen-1")).rmdir()
+    perf.write()  # submit.py writes the launch script into the free folder
+    assert _shown(build_env.work_dir) == (perf.job_spec_json, _read(perf.script_name, build_env))
+    assert sorted(os.listdir(state)) == ["current", "gen-1", "gen-2", "lock"]
+
+
+def _read(name: str, build_env: BuildEnv) -> str:
+    return (build_env.work_dir / name).read_text(encoding="utf-8")

@@ -24,7 +24,8 @@ empties the earlier generation's folder.
 A build knows whether the one before it was interrupted: the lock file holds
 one byte, ``1`` from before a build changes anything until its last step
 (after the earlier generation's folder is emptied), then ``0``. A build that
-finds ``1`` (left by a build that was killed or failed), or no current
+does not find ``0`` (``1`` is left by a build that was killed or failed; a new
+lock file, or one of an earlier version, is empty), or finds no current
 generation, searches ``work_dir`` and ``.scriptbuilder`` for leftovers before
 it writes. Otherwise the folder not in use is empty and every link shows a
 file, as the build before left them; the only links the switch can leave
@@ -237,10 +238,9 @@ class Generation:
         """Choose the free slot, after removing leftovers when the build before
         did not finish; ``lock`` is the lock file, held."""
         self.lock = lock
-        if os.pread(lock, 1, 0) == BUSY:  # the build before did not finish
+        if os.pread(lock, 1, 0) != DONE:  # the build before did not finish
             self.thorough = True
-        else:
-            os.pwrite(lock, BUSY, 0)
+        os.pwrite(lock, BUSY, 0)
         self.previous = self._current_gen()
         if self.previous not in SLOTS:  # no build yet, or an unknown layout
             self.thorough = True
@@ -266,10 +266,12 @@ class Generation:
         return self.name_of(path) is not None
 
     def path_for(self, path: str) -> str:
-        """Where the file shown at ``path`` is written in this generation."""
+        """Where another program writes the file shown at ``path`` in this
+        generation (the folder is there)."""
         name = os.path.basename(os.path.normpath(path))
         if name not in self.names:
             self.names.append(name)
+        self._make_slot(self.folder)
         return self._gen(self.folder) + "/" + name
 
     def write(self, name: str, text: str, mode: int) -> None:
@@ -285,7 +287,7 @@ class Generation:
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
         try:
             fd = os.open(target, flags, 0o600)
-        except FileNotFoundError:  # the free slot was removed by another tool
+        except FileNotFoundError:  # the free slot is missing (removed by another tool)
             self._make_slot(self.folder)
             fd = os.open(target, flags, 0o600)
         try:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scriptbuilder.outputs.atomic import write_atomic
+from scriptbuilder.outputs.atomic import generation, write_atomic
 
 if TYPE_CHECKING:
     from scriptbuilder.models import BuildRequest, JobSpec
@@ -90,8 +90,6 @@ class BuiltJob:
         perf-sanity path submit.py runs first and writes the launch script into
         the new generation (its full output is kept in ``work_dir``); if it
         fails, nothing is published."""
-        from scriptbuilder.outputs.atomic import generation
-
         written: list[Path] = []
         with generation(self.request.work_dir) as gen:
             if self.submit is not None:
