@@ -62,7 +62,8 @@ def load_request(data: Mapping[str, Any] | BuildRequest) -> BuildRequest:
         raise BuildError(
             f"a request must be a mapping of field names to values, got {type(data).__name__}"
         )
-    return validated(BuildRequest, dict(data), "request field", "fix its value")
+    plain = data if type(data) is dict else dict(data)  # the model reads a dict; never changes it
+    return validated(BuildRequest, plain, "request field", "fix its value")
 
 
 def _load_env(ctx: Context) -> None:

@@ -8,8 +8,8 @@ is there but cannot be read as a JSON object stops the build, and is left as it 
 
 from __future__ import annotations
 
+import os.path
 import posixpath
-from pathlib import Path
 from typing import Any
 
 from scriptbuilder.inputs.request_file import read_json_object
@@ -23,7 +23,7 @@ _FIX = "fix it or remove it (it is read for remote_repo_path and remote_work_dir
 def read_earlier_job_spec(work_dir: str) -> tuple[EarlierJobSpec, dict[str, Any]] | None:
     """The checked fields and the raw object, or None when there is no file."""
     path = posixpath.join(work_dir, JOB_SPEC)
-    if not Path(path).is_file():
+    if not os.path.isfile(path):
         return None
     label = f"existing {path}"
     raw = read_json_object(path, label, _FIX)

@@ -33,6 +33,11 @@ class EnvCheck(BaseModel):
     )
 
 
+#: The ``env_check`` of a request that gives none. The model is frozen, so this one
+#: value serves every such request (rather than a model built for each).
+_NOTHING_CHECKED = EnvCheck()
+
+
 class BuildRequest(BaseModel):
     """Every input field of the script-builder procedure.
 
@@ -97,7 +102,7 @@ class BuildRequest(BaseModel):
     allow_missing_tests: bool | None = Field(
         None, description="Warn instead of stopping when a test id is not found (pytest)."
     )
-    env_check: EnvCheck = Field(default_factory=EnvCheck)
+    env_check: EnvCheck = Field(default_factory=lambda: _NOTHING_CHECKED)
     # The orchestrator's own fields: checked against what the build derives ...
     total_required_devices: int | None = Field(
         None, ge=1, description="GPUs the caller expects in all; must equal what the build derives."
@@ -138,13 +143,18 @@ class BuildRequest(BaseModel):
         description="Seconds before the time limit at which the job is warned and prints "
         "its time-limit closing line (at most half the limit).",
     )
+    # The list defaults are factories: pydantic deep-copies a mutable default for
+    # every request. The schema shows them as plain defaults.
     secret_name_patterns: list[Text] = Field(
-        list(DEFAULT_SECRET_PATTERNS),
+        default_factory=lambda: list(DEFAULT_SECRET_PATTERNS),
+        json_schema_extra={"default": list(DEFAULT_SECRET_PATTERNS)},
         description="Shell wildcards (any letter case) of custom_env names whose values are "
         "secret: shown as *** in every printout.",
     )
     secret_values: list[Text] = Field(
-        [], description="Further secret values, shown as *** in every printout."
+        default_factory=list,
+        json_schema_extra={"default": []},
+        description="Further secret values, shown as *** in every printout.",
     )
     secrets_from_environment: bool = Field(
         False,
