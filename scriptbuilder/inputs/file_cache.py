@@ -1,35 +1,40 @@
 """Parsed input files kept across builds while their size and mtime stay the same.
 
-A sweep builds thousands of jobs from the same slurm_env.json and properties
-file; reading and checking them once is enough. Cached values are shared:
-treat them as read-only.
+A sweep builds thousands of jobs from the same slurm_env.json, properties file
+and test files; reading and checking them once is enough. What is read from a
+file can be kept the same way (the GPUs a test needs): ``parse`` then takes
+more arguments, which are part of the key. Cached values are shared: treat
+them as read-only.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 _LIMIT = 256
-_cache: dict[tuple[str, Callable[[str], Any]], tuple[tuple[int, int], Any]] = {}
+_Key = tuple[str, Callable[..., Any], tuple[Hashable, ...]]
+_cache: dict[_Key, tuple[tuple[int, int], Any]] = {}
 
 
-def load(path: str | os.PathLike[str], parse: Callable[[str], T]) -> T:
-    """``parse(path)``, or its earlier result for the unchanged file. Errors (a
-    missing file, for one) are not cached: ``parse`` sees the path every time."""
-    key = (os.fspath(path), parse)
+def load(path: str | os.PathLike[str], parse: Callable[..., T], *args: Hashable) -> T:
+    """``parse(path, *args)``, or its earlier result for the unchanged file and the
+    same ``args``. Errors (a missing file, for one) are not cached: ``parse`` sees
+    the path every time."""
+    name = os.fspath(path)
     try:
-        info = os.stat(key[0])
+        info = os.stat(name)
     except OSError:
-        return parse(key[0])
+        return parse(name, *args)
     stamp = (info.st_mtime_ns, info.st_size)
+    key = (name, parse, args)
     hit = _cache.get(key)
     if hit is not None and hit[0] == stamp:
         return hit[1]  # type: ignore[no-any-return]
-    value = parse(key[0])
+    value = parse(name, *args)
     if len(_cache) >= _LIMIT:
         _cache.clear()
     _cache[key] = (stamp, value)

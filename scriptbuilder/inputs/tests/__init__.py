@@ -91,21 +91,37 @@ def _label_need(tid: TestId) -> Found | None:
     return None
 
 
-def _file_need(tid: TestId, path: str, walk: Walk) -> Found | None:
+def _file_need(tid: TestId, path: str, walk: Walk, expr: str | None) -> Found | None:
+    """What ``tid`` needs in the file at ``path``, counting the cases the ``-m``
+    expression ``expr`` selects (every case when None)."""
     try:
-        module = file_cache.load(path, read_module)
+        found, warnings, selected = file_cache.load(path, _file_lookup, tid, expr)
     except OSError:
         walk.warnings.append(f"test file {tid.path} could not be read ({path})")
         return None
-    try:
-        found = test_requirement(module, tid, walk)
     except (SyntaxError, ValueError) as exc:
         walk.warnings.append(f"test file {tid.path} is not valid Python: {exc}")
         return None
-    return replace(found, file=tid.path) if found is not None else None
+    walk.warnings.extend(warnings)
+    walk.selected += selected
+    return found
 
 
-def _folder_need(tid: TestId, path: str, walk: Walk) -> Found | None:
+def _file_lookup(
+    path: str, tid: TestId, expr: str | None
+) -> tuple[Found | None, tuple[str, ...], int]:
+    """The need of ``tid`` in the file, the lookup's warnings and how many cases
+    the ``-m`` filter selected: all read from the file alone, so kept by
+    :mod:`~scriptbuilder.inputs.file_cache` while the file is unchanged."""
+    module = file_cache.load(path, read_module)
+    walk = Walk(select=mark_filter(expr) if expr is not None else None)
+    found = test_requirement(module, tid, walk)
+    if found is not None:
+        found = replace(found, file=tid.path)
+    return found, tuple(walk.warnings), walk.selected
+
+
+def _folder_need(tid: TestId, path: str, walk: Walk, expr: str | None) -> Found | None:
     """The largest need over the test files below a folder (pytest's default names)."""
     found: Found | None = None
     for top, dirs, files in os.walk(path):
@@ -113,7 +129,8 @@ def _folder_need(tid: TestId, path: str, walk: Walk) -> Found | None:
         for name in sorted(files):
             if _TEST_FILE.fullmatch(name):
                 rel = posixpath.join(tid.path, posixpath.relpath(posixpath.join(top, name), path))
-                need = _file_need(TestId(posixpath.normpath(rel)), posixpath.join(top, name), walk)
+                sub = TestId(posixpath.normpath(rel))
+                need = _file_need(sub, posixpath.join(top, name), walk, expr)
                 found = merge(found, need, walk)
     return found
 
@@ -127,12 +144,16 @@ def _inspect(
         select = mark_filter(expr)
         if select is None:
             result.warnings.append(f"-m {expr!r} is not a mark expression read here; ignored")
+    select_expr = expr if select is not None else None  # the lookups apply it themselves
     best: Found | None = None
     walk = Walk(warnings=result.warnings)
     unmarked: list[TestId] = []
     for tid, path in located:
-        own = Walk(select=select)
-        need = _folder_need(tid, path, own) if tid.folder else _file_need(tid, path, own)
+        own = Walk()
+        if tid.folder:
+            need = _folder_need(tid, path, own, select_expr)
+        else:
+            need = _file_need(tid, path, own, select_expr)
         walk.warnings.extend(own.warnings)
         if select is not None and own.selected == 0:
             walk.warnings.append(f"no test of {tid} carries marks matching -m {expr!r}")

@@ -80,8 +80,15 @@ def locate(cmd: PytestCommand, repo_root: str | None, step_dir: str | None) -> L
             missing.append(f"test {'folder' if tid.folder else 'file'} {path} not found ({tid})")
     if not free:
         return Located(paths, None, "", missing, warnings)
-    found = {d: [t for t in free if _exists(t, join(repo_root, d, t.path))] for d in STEP_DIRS}
-    chosen = next((d for d in STEP_DIRS if len(found[d]) == len(free)), None)
+    # The first directory holding every free selector; all of them are looked in
+    # only when none does.
+    found: dict[str, list[TestId]] = {}
+    chosen: str | None = None
+    for d in STEP_DIRS:
+        found[d] = [t for t in free if _exists(t, join(repo_root, d, t.path))]
+        if len(found[d]) == len(free):
+            chosen = d
+            break
     if chosen is None:
         chosen = max(STEP_DIRS, key=lambda d: len(found[d]))  # the first of the largest
         for tid in free:
