@@ -23,6 +23,10 @@ _TIME = re.compile(
 )
 
 
+def _number(text: str | None) -> int:
+    return int(text) if text else 0
+
+
 def time_limit_minutes(value: str) -> int | None:
     """The length of a Slurm time limit in minutes, None for no limit; ValueError
     when ``value`` is in none of Slurm's formats."""
@@ -31,26 +35,31 @@ def time_limit_minutes(value: str) -> int | None:
     match = _TIME.fullmatch(value)
     if match is None:
         raise ValueError(f"not a Slurm time limit: {value!r}")
-    part = {name: int(text) if text else 0 for name, text in match.groupdict().items()}
     if match["days"] is not None:
-        seconds = ((part["days"] * 24 + part["dh"]) * 60 + part["dm"]) * 60 + part["ds"]
+        hours = int(match["days"]) * 24 + int(match["dh"])
+        seconds = (hours * 60 + _number(match["dm"])) * 60 + _number(match["ds"])
     elif match["h"] is not None:
-        seconds = (part["h"] * 60 + part["hm"]) * 60 + part["hs"]
+        seconds = (int(match["h"]) * 60 + int(match["hm"])) * 60 + int(match["hs"])
     else:
-        seconds = part["m"] * 60 + part["ms"]
+        seconds = int(match["m"]) * 60 + _number(match["ms"])
     minutes = -(-seconds // 60)
     return None if minutes == 0 else minutes
 
 
-def check_time_limit(field: str, value: str) -> str:
-    """``value`` when it is a Slurm time limit, else a :class:`BuildError` naming
-    ``field`` (a request field or a command-line flag) and the formats."""
+def checked_minutes(field: str, value: str) -> int | None:
+    """:func:`time_limit_minutes`, or a :class:`BuildError` naming ``field`` (a
+    request field or a command-line flag) and the formats."""
     try:
-        time_limit_minutes(value)
+        return time_limit_minutes(value)
     except ValueError:
         shown = value if len(value) <= 40 else value[:37] + "..."
         raise BuildError(
             f"{field} {shown!r} is not a Slurm time limit; write it as {FORMATS} "
             "(for example 02:00:00 or 1-12:00:00)"
         ) from None
+
+
+def check_time_limit(field: str, value: str) -> str:
+    """``value`` when it is a Slurm time limit, else the error of :func:`checked_minutes`."""
+    checked_minutes(field, value)
     return value

@@ -25,20 +25,26 @@ OWNED = frozenset(JobSpec.model_fields) - frozenset(PASS_THROUGH)
 _FROM_SLURM_ENV = ("ssh_host", "slurm_user", "remote_cwd")
 
 
+#: Every field in the model's order, with the value it takes when a build gives
+#: none (None: the field is left out).
+_DEFAULTS: tuple[tuple[str, Any], ...] = tuple(
+    (name, None if info.is_required() else info.get_default(call_default_factory=True))
+    for name, info in JobSpec.model_fields.items()
+)
+
+
 def job_spec_document(**fields: Any) -> dict[str, Any]:
     """The job spec with the model's field order and defaults; fields whose value
     is None are left out (scenario-specific ones appear only for their scenario)."""
-    unknown = set(fields) - JobSpec.model_fields.keys()
+    unknown = fields.keys() - JobSpec.model_fields.keys()
     if unknown:
         raise TypeError(f"not job_spec fields: {sorted(unknown)}")
     doc: dict[str, Any] = {}
-    for name, info in JobSpec.model_fields.items():
-        if name in fields:
-            value = fields[name]
-        else:
-            value = None if info.is_required() else info.get_default(call_default_factory=True)
+    for name, default in _DEFAULTS:
+        value = fields.get(name, default)
         if value is not None:
-            doc[name] = value
+            # a default list is shared by every document: each gets its own copy
+            doc[name] = value.copy() if value is default and isinstance(value, list) else value
     return doc
 
 
@@ -110,5 +116,6 @@ def job_spec_for(ctx: Context, *, job_name: str, **fields: Any) -> dict[str, Any
 
 
 def job_spec_json(doc: dict[str, Any]) -> str:
-    """The text of job_spec.json."""
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    """The text of job_spec.json. The document is built from plain values and never
+    holds itself, so the encoder's check for circular references is left out."""
+    return json.dumps(doc, indent=2, ensure_ascii=False, check_circular=False) + "\n"

@@ -59,7 +59,8 @@ def resolve_image(ctx: Context) -> str:
     (Slurm, submit.py), Docker's ``REGISTRY/IMAGE`` for ``docker run``."""
     chosen = _chosen_image(ctx)
     ref = parse_image(chosen)
-    if not ref.name or any(c.isspace() or not c.isprintable() for c in chosen):
+    # a space is the one printable character that is white space
+    if not ref.name or " " in chosen or not chosen.isprintable():
         raise BuildError(
             f"{_source(ctx)} {chosen!r} is not an image reference; write it as "
             "[REGISTRY/]IMAGE[:TAG] (or REGISTRY#IMAGE[:TAG]), without spaces or control "

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.slurm_env import find_partition, gres_gpus, uses_gpu_gres
-from scriptbuilder.inputs.slurm_time import check_time_limit, time_limit_minutes
+from scriptbuilder.inputs.slurm_time import checked_minutes, time_limit_minutes
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mpi import BARE_PMIX, preferred_plugin
 
@@ -65,7 +65,7 @@ def _check_state(entry: Partition) -> None:
 
 def _check_time_limit(value: str, given: bool, entry: Partition | None) -> None:
     field = "time_limit" if given else "time_limit (default)"
-    check_time_limit(field, value)
+    wanted = checked_minutes(field, value)
     if entry is None or entry.time_limit is None:
         return
     try:
@@ -74,7 +74,6 @@ def _check_time_limit(value: str, given: bool, entry: Partition | None) -> None:
         return  # a partition limit the probe wrote in no known form: not known
     if cap is None:
         return
-    wanted = time_limit_minutes(value)
     if wanted is None or wanted > cap:
         raise BuildError(
             f"{field} {value} exceeds the time limit {entry.time_limit} of partition "
