@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 __all__ = [
     "ShellSyntaxError",
@@ -41,14 +40,16 @@ class ShellSyntaxError(ValueError):
         self.position = position
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+class Token(NamedTuple):
     """One word or operator of a command.
 
     ``value`` is the word after bash quote removal (``--model='a b'`` gives
     ``--model=a b``); expansions such as ``$HOME`` or ``$(cmd)`` are kept as
     their raw text and make ``literal`` false.  For operators ``value`` is the
     operator text (a newline is the operator ``"\\n"``).
+
+    A named tuple: immutable like a frozen dataclass, and made in a third of the
+    time (a long command has dozens of tokens).
     """
 
     value: str
