@@ -137,7 +137,7 @@ def _parse_selector(word: str, cwd: str | None, folders: bool) -> TestId | None:
 
 
 def _is_pytest_word(word: str) -> bool:
-    return posixpath.basename(word) in ("pytest", "py.test")
+    return word.rpartition("/")[2] in ("pytest", "py.test")  # the basename
 
 
 def parse_command(test_cmd: str) -> PytestCommand:
