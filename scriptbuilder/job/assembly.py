@@ -104,6 +104,7 @@ def _script_file(path: str, text: str, secrets: tuple[str, ...]) -> OutputFile:
 
 def _built(
     ctx: Context,
+    secrets: tuple[str, ...],
     spec: dict[str, Any],
     script_path: str,
     text: str,
@@ -111,11 +112,12 @@ def _built(
     submit: SubmitRun | None = None,
 ) -> BuiltJob:
     """The BuiltJob, with job_spec.json after the other files; job_spec.json, the
-    report and the warnings show secret values as ``***``."""
-    secrets = request_secrets(ctx.request)
+    report and the warnings show the request's ``secrets`` as ``***``."""
     spec = mask_data(spec, secrets)
     spec_path = posixpath.join(ctx.request.work_dir, JOB_SPEC)
     spec_text = job_spec_json(spec)
+    trace = ctx.trace.record()
+    warnings = tuple(mask(w, secrets) for w in trace.warnings) if secrets else trace.warnings
     return BuiltJob(
         request=ctx.request,
         job_spec_data=spec,
@@ -123,8 +125,8 @@ def _built(
         script_name=posixpath.basename(script_path),
         script_text=text,
         report=render_report(spec, spec_path, script_path),
-        warnings=tuple(mask(w, secrets) for w in ctx.trace.warnings),
-        trace=ctx.trace,
+        warnings=warnings,
+        trace=trace,
         files=(*files, OutputFile(spec_path, spec_text, 0o644)),
         submit=submit,
         secrets=secrets,
@@ -148,13 +150,14 @@ def slurm_job(
         job_name, target.partition, target.account, target.time_limit, shape, gres, log_dir
     )
     container = Container(image=image, name=job_name, mounts=mounts.joined, workdir=mounts.project)
+    secrets = request_secrets(req)
     scenario = (RemoteSlurm if ctx.is_remote else LocalSlurm)(
         allocation,
         container,
         models_root=mounts.models_root,
         header=_header(ctx, workflow.kind),
         timeout_warning=req.timeout_warning_seconds,
-        secrets=request_secrets(req),
+        secrets=secrets,
     )
     text = JobBuilder(scenario, workflow, shape).render()
     extra: tuple[OutputFile, ...] = ()
@@ -177,8 +180,8 @@ def slurm_job(
         container_name=container.name if persistent else None,
         container_mounts=container.mounts if persistent else None,
     )
-    script = _script_file(script_path, text, request_secrets(req))
-    return _built(ctx, spec, script_path, text, (script, *extra))
+    script = _script_file(script_path, text, secrets)
+    return _built(ctx, secrets, spec, script_path, text, (script, *extra))
 
 
 def docker_job(ctx: Context, image: str, mounts: Mounts, workload: Workload) -> BuiltJob:
@@ -207,7 +210,8 @@ def docker_job(ctx: Context, image: str, mounts: Mounts, workload: Workload) -> 
         docker_cmd=render_one_line(docker_run),
         log_file=posixpath.join(req.work_dir, f"{model}_local.log"),
     )
-    return _built(ctx, spec, script_path, text, (_script_file(script_path, text, secrets),))
+    script = _script_file(script_path, text, secrets)
+    return _built(ctx, secrets, spec, script_path, text, (script,))
 
 
 def perf_job(ctx: Context, target: SlurmTarget, plan: SubmitPlan) -> BuiltJob:
@@ -240,4 +244,4 @@ def perf_job(ctx: Context, target: SlurmTarget, plan: SubmitPlan) -> BuiltJob:
     derived = plan.derived_config
     inputs = (OutputFile(str(derived[0]), derived[1], 0o644),) if derived else ()
     submit = SubmitRun(plan.argv, Path(req.work_dir), plan.output_log, SUBMIT_TIMEOUT, inputs)
-    return _built(ctx, spec, str(plan.launch_sh), "", (), submit)
+    return _built(ctx, request_secrets(req), spec, str(plan.launch_sh), "", (), submit)

@@ -10,7 +10,7 @@ from scriptbuilder.outputs.atomic import generation, write_atomic
 
 if TYPE_CHECKING:
     from scriptbuilder.models import BuildRequest, JobSpec
-    from scriptbuilder.resolution.trace import Trace
+    from scriptbuilder.resolution.trace import TraceRecord
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class BuiltJob:
     report: str
     warnings: tuple[str, ...]
     #: Every resolved value with the rule that chose it (see :attr:`explanation`).
-    trace: Trace
+    trace: TraceRecord
     files: tuple[OutputFile, ...] = field(default=())
     #: Set on the perf-sanity path: submit.py writes the script during :meth:`write`.
     submit: SubmitRun | None = None

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
 T = TypeVar("T")
+
+#: ``(field, value, rule)``: a plain tuple, which the garbage collector stops
+#: tracking once it holds only strings, numbers and None (a named tuple never is).
+Entry = tuple[str, Any, str]
 
 
 class Choice(NamedTuple):
@@ -14,18 +19,12 @@ class Choice(NamedTuple):
 
 
 class Trace:
-    """The choices in the order they were made, and the warnings for the report.
-
-    Each choice is kept as a plain ``(field, value, rule)`` tuple: a sweep keeps
-    thousands of traces alive, and the garbage collector stops tracking a plain
-    tuple of strings and numbers (it never does for a named tuple), so it is not
-    walked again at every collection. :attr:`choices` gives them as :class:`Choice`.
-    """
+    """The choices of a running build in the order they were made, and its warnings."""
 
     __slots__ = ("entries", "warnings")
 
     def __init__(self) -> None:
-        self.entries: list[tuple[str, Any, str]] = []
+        self.entries: list[Entry] = []
         self.warnings: list[str] = []
 
     def chose(self, name: str, value: T, rule: str) -> T:
@@ -35,6 +34,19 @@ class Trace:
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
+
+    def record(self) -> TraceRecord:
+        """What the finished build keeps. Tuples of plain values, not lists: a
+        sweep keeps thousands of builds, and the collector need not walk them."""
+        return TraceRecord(tuple(self.entries), tuple(self.warnings))
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRecord:
+    """The trace of a finished build (see :meth:`Trace.record`)."""
+
+    entries: tuple[Entry, ...]
+    warnings: tuple[str, ...]
 
     @property
     def choices(self) -> list[Choice]:
