@@ -129,24 +129,25 @@ def flag_value(
     """
     found: FlagValue | None = None
     joined_forms = _joined_forms(names)
+    count = len(words)
     i = 0
-    while i < len(words):
+    while i < count:
         word = words[i]
         text = word.value
-        if text[:1] != "-":  # every flag name starts with a dash
+        if not text.startswith("-"):  # every flag name starts with a dash
             i += 1
             continue
         if text == "--" and word.literal:
             break
-        if not (text in names or text.startswith(joined_forms)):
-            i += 1
-            continue
         if text in names:
-            if i + 1 >= len(words):
+            if i + 1 >= count:
                 raise CommandArgError(f"{context}: {text} is missing its value")
             nxt = words[i + 1]
             found = FlagValue(nxt.value, nxt.start, nxt.end, nxt.literal, text)
             i += 2
+            continue
+        if not text.startswith(joined_forms):
+            i += 1
             continue
         for name in names:
             if _is_short(name):

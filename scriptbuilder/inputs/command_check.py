@@ -88,8 +88,8 @@ def _plainly_valid(command: str) -> bool:
                 return False
             expect_word, prefix, last_op = True, True, token.value
             continue
-        raw = command[token.start : token.end]
         if prefix:
+            raw = command[token.start : token.end]
             # a reserved word, or ``name[`` which bash reads as an array subscript
             if token.value in _RESERVED or "[" in raw:
                 return False
@@ -134,13 +134,16 @@ def bash_syntax_error(command: str) -> str | None:
     return problem
 
 
-def _text_problem(field: str, value: str) -> None:
+def _text_size(field: str, value: str) -> int:
+    """The bytes ``value`` takes as UTF-8; a NUL or a lone surrogate is refused."""
     if "\0" in value:
         raise BuildError(
             f"{field} holds a NUL character, which no program argument can carry; remove it"
         )
+    if value.isascii():  # one byte a character, and no surrogate
+        return len(value)
     try:
-        value.encode("utf-8", "surrogateescape")
+        return len(value.encode("utf-8", "surrogateescape"))
     except UnicodeEncodeError:
         raise BuildError(
             f"{field} holds a lone surrogate, which is not text; pass the command as UTF-8"
@@ -158,8 +161,7 @@ def check_command(
     (``carrier`` says what carries it), or not parsed by bash."""
     if not command.strip():
         raise BuildError(f"{field} is empty; give the command to run")
-    _text_problem(field, command)
-    size = len(command.encode("utf-8", "surrogateescape"))
+    size = _text_size(field, command)
     if size > max_bytes:
         raise BuildError(
             f"{field} is {size} bytes, but {carrier} carries at most {max_bytes}; "
@@ -192,8 +194,7 @@ def check_custom_env(field: str, value: str) -> None:
     """``value`` must be blank or ``NAME=VALUE`` words (values quoted as in bash)."""
     if not value.strip():
         return
-    _text_problem(field, value)
-    size = len(value.encode("utf-8", "surrogateescape"))
+    size = _text_size(field, value)
     if size > MAX_ARG_BYTES - len("CUSTOM_ENV="):
         raise BuildError(
             f"{field} is {size} bytes, but the CUSTOM_ENV environment variable it travels in "

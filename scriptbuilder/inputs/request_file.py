@@ -12,7 +12,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from scriptbuilder.errors import BuildError
 
@@ -39,7 +39,7 @@ def read_limited(source: str, label: str, limit: int = MAX_REQUEST_BYTES) -> str
             raw = stream.read(limit + 1) if stream else sys.stdin.read(limit + 1).encode()
         else:
             with open(source, "rb") as handle:
-                raw = handle.read(limit + 1)
+                raw = _read_at_most(handle, limit + 1)
     except OSError as exc:
         raise BuildError(f"{label}: {exc.strerror}; pass a readable file") from None
     if len(raw) > limit:
@@ -54,6 +54,17 @@ def read_limited(source: str, label: str, limit: int = MAX_REQUEST_BYTES) -> str
             f"{label} is not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start}); "
             "save it as UTF-8"
         ) from None
+
+
+def _read_at_most(handle: BinaryIO, count: int) -> bytes:
+    """The first ``count`` bytes of ``handle`` (all of a shorter file). A read of
+    ``count`` bytes at once allocates that much for every file read; a regular
+    file says its size, and a buffer that large (and a byte more) is enough."""
+    size = os.fstat(handle.fileno()).st_size
+    raw = handle.read(min(size + 1, count))
+    if size < len(raw) < count:  # more than it said: a pipe, or a file still growing
+        raw += handle.read(count - len(raw))
+    return raw
 
 
 def parse_json(text: str, label: str) -> Any:
@@ -73,7 +84,9 @@ def read_json_object(
     try:
         raw = parse_json(text, label)
         # Such objects are copied into job_spec.json, so they must be writable as UTF-8.
-        json.dumps(raw, ensure_ascii=False).encode("utf-8")
+        # The text is UTF-8, so only a \u escape can have made a lone surrogate.
+        if "\\u" in text:
+            json.dumps(raw, ensure_ascii=False).encode("utf-8")
     except json.JSONDecodeError as exc:
         raise BuildError(f"{label} is not valid JSON ({exc}); {fix}") from None
     except UnicodeEncodeError:

@@ -68,13 +68,13 @@ def _pass_through(ctx: Context) -> dict[str, Any]:
     """Request values, else the earlier job_spec.json's, else (remote) slurm_env's
     connection fields."""
     req, earlier = ctx.request, ctx.earlier_job_spec or {}
-    env = ctx.slurm_env_raw or {}
+    env = (ctx.slurm_env_raw or {}) if ctx.is_remote else {}
     out: dict[str, Any] = {}
     for name in PASS_THROUGH:
         value = getattr(req, name)
         if value is None:
             value = earlier.get(name)
-        if value is None and name in _FROM_SLURM_ENV and ctx.is_remote:
+        if value is None and name in _FROM_SLURM_ENV:
             value = env.get(name)
         out[name] = value
     if req.repo_root:
