@@ -31,21 +31,20 @@ _DEFAULTS: tuple[tuple[str, Any], ...] = tuple(
     (name, None if info.is_required() else info.get_default(call_default_factory=True))
     for name, info in JobSpec.model_fields.items()
 )
+_NAMES = frozenset(name for name, _ in _DEFAULTS)
 
 
 def job_spec_document(**fields: Any) -> dict[str, Any]:
     """The job spec with the model's field order and defaults; fields whose value
     is None are left out (scenario-specific ones appear only for their scenario)."""
-    unknown = fields.keys() - JobSpec.model_fields.keys()
-    if unknown:
-        raise TypeError(f"not job_spec fields: {sorted(unknown)}")
-    doc: dict[str, Any] = {}
-    for name, default in _DEFAULTS:
-        value = fields.get(name, default)
-        if value is not None:
-            # a default list is shared by every document: each gets its own copy
-            doc[name] = value.copy() if value is default and isinstance(value, list) else value
-    return doc
+    if not _NAMES.issuperset(fields):
+        raise TypeError(f"not job_spec fields: {sorted(fields.keys() - _NAMES)}")
+    # a default list is shared by every document: each gets its own copy
+    return {
+        name: value.copy() if value is default and isinstance(value, list) else value
+        for name, default in _DEFAULTS
+        if (value := fields.get(name, default)) is not None
+    }
 
 
 def _check_callers_word(ctx: Context, devices: int, nodes: int, per_node: int) -> None:
