@@ -17,7 +17,13 @@ T = TypeVar("T")
 
 _LIMIT = 256
 _Key = tuple[str, Callable[..., Any], tuple[Hashable, ...]]
-_cache: dict[_Key, tuple[tuple[int, int], Any]] = {}
+_Store = dict[_Key, tuple[tuple[int, int], Any]]
+#: Parsed files, and what was read from them (keyed by ``args`` too). Apart, so a
+#: sweep over thousands of test ids never pushes a parsed file out.
+_cache: _Store = {}
+_derived: _Store = {}
+#: Values read from files are small; a test list has thousands of ids.
+_DERIVED_LIMIT = 4096
 
 
 def load(path: str | os.PathLike[str], parse: Callable[..., T], *args: Hashable) -> T:
@@ -31,16 +37,18 @@ def load(path: str | os.PathLike[str], parse: Callable[..., T], *args: Hashable)
         return parse(name, *args)
     stamp = (info.st_mtime_ns, info.st_size)
     key = (name, parse, args)
-    hit = _cache.get(key)
+    store, limit = (_derived, _DERIVED_LIMIT) if args else (_cache, _LIMIT)
+    hit = store.get(key)
     if hit is not None and hit[0] == stamp:
         return hit[1]  # type: ignore[no-any-return]
     value = parse(name, *args)
-    if len(_cache) >= _LIMIT:
-        _cache.clear()
-    _cache[key] = (stamp, value)
+    if len(store) >= limit:
+        store.clear()
+    store[key] = (stamp, value)
     return value
 
 
 def clear() -> None:
     """Forget every cached value (benchmarks measure cold reads with it)."""
     _cache.clear()
+    _derived.clear()
