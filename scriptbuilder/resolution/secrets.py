@@ -82,14 +82,24 @@ def _forms(value: str) -> set[str]:
     return {value, value.replace("'", "'\\''"), double, json.dumps(value)[1:-1]}
 
 
+def _shown_forms(secrets: tuple[str, ...]) -> list[str]:
+    """Every form of every secret, longest first (so a form inside a longer one
+    does not leave the rest of it shown)."""
+    forms = {form for value in secrets for form in _forms(value) if form}
+    return sorted(forms, key=len, reverse=True)
+
+
+def _masked(text: str, forms: list[str]) -> str:
+    for form in forms:
+        text = text.replace(form, SHOWN)
+    return text
+
+
 def mask(text: str, secrets: tuple[str, ...]) -> str:
     """``text`` with every secret value shown as ``***``."""
     if not secrets:
         return text
-    forms = {form for value in secrets for form in _forms(value) if form}
-    for form in sorted(forms, key=len, reverse=True):
-        text = text.replace(form, SHOWN)
-    return text
+    return _masked(text, _shown_forms(secrets))
 
 
 def mask_data(value: Any, secrets: tuple[str, ...]) -> Any:
@@ -97,12 +107,16 @@ def mask_data(value: Any, secrets: tuple[str, ...]) -> Any:
     there are no secrets)."""
     if not secrets:
         return value
+    return _masked_data(value, _shown_forms(secrets))
+
+
+def _masked_data(value: Any, forms: list[str]) -> Any:
     if isinstance(value, str):
-        return mask(value, secrets)
+        return _masked(value, forms)
     if isinstance(value, dict):
-        return {key: mask_data(item, secrets) for key, item in value.items()}
+        return {key: _masked_data(item, forms) for key, item in value.items()}
     if isinstance(value, list):
-        return [mask_data(item, secrets) for item in value]
+        return [_masked_data(item, forms) for item in value]
     return value
 
 
