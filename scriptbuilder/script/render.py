@@ -225,6 +225,11 @@ def _script_text(part: ScriptText) -> str:
     return render_inline(part.body)
 
 
+# Word parts are matched by exact type (``type(part) is Lit``): the part classes of
+# :mod:`scriptbuilder.script.tree` have no subclasses, and the test is cheaper than
+# ``isinstance`` on the path every word of every script takes.
+
+
 def _literal_text(parts: tuple[Part, ...]) -> str | None:
     """The text of a word made only of literal parts; None when a part expands."""
     out = []

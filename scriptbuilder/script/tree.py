@@ -9,6 +9,7 @@ are kept as data until rendering, which quotes each one by construction:
 * :class:`Word` joins parts into one shell word.
 
 Nodes are immutable values: frozen dataclasses, equal and hashable by their fields.
+The renderer tells word parts apart by their exact class, so parts are not subclassed.
 """
 
 from __future__ import annotations
