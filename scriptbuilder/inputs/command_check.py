@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TYPE_CHECKING
 
 from scriptbuilder.errors import BuildError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
 

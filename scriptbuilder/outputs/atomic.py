@@ -44,8 +44,8 @@ import contextlib
 import fcntl
 import os
 import re
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
