@@ -419,8 +419,8 @@ def bench_startup(cfg: Config, sandbox: Sandbox, reference: Path | None = None) 
 
 def _render_inputs(count: int) -> list[tuple[Any, ...]]:
     """Per job: scenario, workflow and shape, as the drop-in CLI would make them."""
-    from scriptbuilder.job.plan import Container, SlurmAllocation, TaskShape
     from scriptbuilder.scenarios.slurm import LocalSlurm
+    from scriptbuilder.script.plan import Container, SlurmAllocation, TaskShape
     from scriptbuilder.workflows.bench import BenchWorkflow
     from scriptbuilder.workflows.custom import CustomWorkflow
     from scriptbuilder.workflows.eval import EvalWorkflow

@@ -1,9 +1,11 @@
 """The Python API: ``build(request) -> BuiltJob``, pure until ``BuiltJob.write()``.
 
-Resolution follows the procedure in order: the Slurm environment, Step 1
-(image), Step 2 (mounts), Step 3 (parallelism and Slurm parameters); then
-:mod:`scriptbuilder.job.assembly` renders the script tree, ``job_spec.json``
-(Step 5) and the report (Step 6).
+A build follows the procedure in order: the request, its context (the Slurm
+environment, an earlier job_spec.json), Step 1 (image), Step 2 (mounts), the
+Slurm parameters, then the route (:mod:`scriptbuilder.job.route`) and the
+:class:`~scriptbuilder.job.builder.JobBuilder`, where the workflow is resolved
+(Step 3) and meets its scenario: the script, ``job_spec.json`` (Step 5) and the
+report (Step 6).
 """
 
 from __future__ import annotations
@@ -19,30 +21,20 @@ from pathlib import Path
 from typing import Any
 
 from scriptbuilder.errors import BuildError
-from scriptbuilder.inputs.command_check import check_counts, check_request
+from scriptbuilder.inputs.command_check import check_request
 from scriptbuilder.inputs.earlier_job_spec import JOB_SPEC, read_earlier_job_spec
 from scriptbuilder.inputs.remote_home import Runner
 from scriptbuilder.inputs.slurm_env import load_slurm_env
-from scriptbuilder.job.assembly import docker_job, perf_job, slurm_job
+from scriptbuilder.job.builder import JobBuilder
+from scriptbuilder.job.route import choose_route
 from scriptbuilder.models import BuildRequest
 from scriptbuilder.models.messages import validated
 from scriptbuilder.outputs.built_job import BuiltJob, OutputFile, SubmitRun
 from scriptbuilder.resolution.context import Context, EnvInfo
 from scriptbuilder.resolution.image import resolve_image
-from scriptbuilder.resolution.mounts import Mounts, covered, resolve_mounts
-from scriptbuilder.resolution.perf import SubmitPlan, resolve_perf, topology_of, wants_perf_path
-from scriptbuilder.resolution.slurm_params import SlurmTarget, gres_flag, resolve_slurm_target
-from scriptbuilder.resolution.workloads import (
-    Capacity,
-    EvalNeedsPerfSanity,
-    Workload,
-    resolve_bench,
-    resolve_custom,
-    resolve_eval,
-    resolve_pytest,
-)
+from scriptbuilder.resolution.mounts import resolve_mounts
+from scriptbuilder.resolution.slurm_params import resolve_slurm_target
 from scriptbuilder.scenarios.slurm import check_log_name_part
-from scriptbuilder.workflows.custom import RUN_SCRIPT_NAME
 
 __all__ = [
     "BuildResult",
@@ -132,21 +124,6 @@ def _check_inputs(req: BuildRequest) -> None:
     check_request(req)
 
 
-def _resolve_workload(
-    ctx: Context, cap: Capacity, mounts: Mounts, run_script: str | None
-) -> Workload:
-    kind = ctx.request.workflow_type
-    if kind == "pytest":
-        return resolve_pytest(ctx, cap, mounts)
-    if kind == "eval":
-        return resolve_eval(ctx, cap, mounts)
-    if kind == "bench":
-        return resolve_bench(ctx, cap)
-    if kind == "custom":
-        return resolve_custom(ctx, cap, mounts, run_script)
-    raise BuildError(f"workflow_type {kind} needs a perf config; pass perf_config_yaml")
-
-
 def build(
     request: Mapping[str, Any] | BuildRequest,
     *,
@@ -177,83 +154,11 @@ def build(
     _check_inputs(req)
     _load_env(ctx)
     image = resolve_image(ctx)
-    custom_dir = posixpath.dirname(req.custom_script) if req.custom_script else None
-    mounts = resolve_mounts(ctx, custom_dir)
-    if not ctx.is_slurm:
-        if wants_perf_path(ctx):
-            what = (
-                f"workflow_type {req.workflow_type}"
-                if req.workflow_type != "pytest"
-                else "a perf-sanity test_cmd"
-            )
-            raise BuildError(
-                f"{what} needs Slurm (submit.py writes a Slurm launch script); use "
-                "execution_scenario local_slurm or remote_slurm"
-            )
-        env_check = req.env_check
-        cap = Capacity(env_check.gpus_per_node, env_check.available_gpus, "pmix")
-        try:
-            workload = _resolve_workload(ctx, cap, mounts, None)
-        except EvalNeedsPerfSanity as exc:
-            raise BuildError(
-                f"eval_cmd: world size {exc.world_size} exceeds the {exc.gpus_per_node} GPUs "
-                "of this machine, and a wider eval runs as an accuracy benchmark through "
-                "submit.py, which needs Slurm; use execution_scenario local_slurm or "
-                f"remote_slurm, or lower --tp_size x --pp_size to at most {exc.gpus_per_node}"
-            ) from None
-        return docker_job(ctx, image, mounts, workload)
-    target = resolve_slurm_target(ctx)
-    if wants_perf_path(ctx):
-        return _perf_job(ctx, target, resolve_perf(ctx, image, mounts, target))
-    cap = Capacity(target.gpus_per_node, None, target.mpi_plugin, target.gpu_gres)
-    run_script = _remote_run_script(ctx, mounts) if ctx.is_remote else None
-    try:
-        workload = _resolve_workload(ctx, cap, mounts, run_script)
-    except EvalNeedsPerfSanity as exc:
-        ctx.trace.warn(
-            f"eval world size {exc.world_size} exceeds gpus_per_node {exc.gpus_per_node}: "
-            "running it as an accuracy benchmark through submit.py"
-        )
-        plan = resolve_perf(
-            ctx, image, mounts, target, eval_fallback=True, model_name=exc.model_name
-        )
-        return _perf_job(ctx, target, plan)
-    _check_counts(ctx, target, workload.shape.nodes, workload.shape.ntasks)
-    exact = workload.required_devices if workload.exact_devices else None
-    return slurm_job(ctx, image, mounts, target, gres_flag(ctx, target, exact), workload)
-
-
-def _check_counts(ctx: Context, target: SlurmTarget, nodes: int, ntasks: int) -> None:
-    """Nodes and tasks the partition in use (from slurm_env.json) can hold."""
-    partitions = ctx.slurm_env.partitions if ctx.slurm_env is not None else []
-    check_counts(
-        nodes,
-        ntasks,
-        ntasks_field="required_devices",
-        partition=target.partition,
-        partitions=[(p.name, p.nodes) for p in partitions],
+    mounts = resolve_mounts(
+        ctx, posixpath.dirname(req.custom_script) if req.custom_script else None
     )
-
-
-def _perf_job(ctx: Context, target: SlurmTarget, plan: SubmitPlan) -> BuiltJob:
-    devices, nodes, _ = topology_of(plan)
-    _check_counts(ctx, target, nodes, devices)
-    return perf_job(ctx, target, plan)
-
-
-def _remote_run_script(ctx: Context, mounts: Mounts) -> str | None:
-    """For remote custom jobs: the run script's path on the cluster (it is copied
-    there from work_dir by the remote executor, listed in ``extra_files``)."""
-    if ctx.request.workflow_type != "custom":
-        return None
-    remote = posixpath.join(ctx.request.remote_work_dir or "", RUN_SCRIPT_NAME)
-    if not covered(remote, mounts.host_sources()):
-        raise BuildError(
-            f"remote_work_dir {ctx.request.remote_work_dir} is not inside a container mount, so "
-            "the custom run script copied there would be invisible in the container; use a "
-            "remote_work_dir under remote_repo_path"
-        )
-    return ctx.trace.chose("run script", remote, "packaged run script, copied to remote_work_dir")
+    route = choose_route(ctx, resolve_slurm_target(ctx) if ctx.is_slurm else None)
+    return JobBuilder.job(ctx, route, image, mounts)
 
 
 @dataclass(frozen=True)

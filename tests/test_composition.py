@@ -7,10 +7,10 @@ import dataclasses
 import pytest
 
 from scriptbuilder.job.builder import JobBuilder
-from scriptbuilder.job.plan import Container, SlurmAllocation, TaskShape
 from scriptbuilder.resolution.mpi import clears_mpi_env, names_pmix, step_mpi
 from scriptbuilder.scenarios.docker import Docker, DockerContainer
 from scriptbuilder.scenarios.slurm import LocalSlurm, RemoteSlurm, SlurmScenario
+from scriptbuilder.script.plan import Container, SlurmAllocation, TaskShape
 from scriptbuilder.script.render import render
 from scriptbuilder.script.tree import Command, Lit, Run, Var, Word
 from scriptbuilder.workflows.bench import BenchWorkflow

@@ -1,4 +1,6 @@
-"""scriptbuilder.inputs.perf_config on the two real perf-sanity configs and edge cases."""
+"""Perf-sanity configs and test ids (scriptbuilder.inputs.perf_config) and the GPUs
+and nodes they need (the perf path's topology), on the two real perf-sanity
+configs and edge cases."""
 
 from __future__ import annotations
 
@@ -8,14 +10,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.perf_config import (
     PerfConfigError,
     PerfTestId,
-    Topology,
     derive_accuracy_config,
     load_perf_config,
     parse_perf_test_id,
 )
+from scriptbuilder.workflows.perf_sanity import Topology, topology
 
 DATA = Path(__file__).parent / "data" / "trtllm"
 AGGR = DATA / "gpt_oss_120b_fp4_blackwell.yaml"
@@ -57,14 +60,12 @@ def test_aggregated_real_file() -> None:
     ],
 )
 def test_aggregated_topology(server: str | None, devices: int, nodes: int) -> None:
-    topo = load_perf_config(AGGR).topology(server)
-    assert (topo.devices, topo.nodes) == (devices, nodes)
-    assert "8 GPUs/node" in topo.detail
+    assert topology(load_perf_config(AGGR), server, None) == (devices, nodes)
 
 
 def test_unknown_server_lists_known_names() -> None:
-    with pytest.raises(PerfConfigError) as err:
-        load_perf_config(AGGR).topology("nope")
+    with pytest.raises(BuildError) as err:
+        topology(load_perf_config(AGGR), "nope", None)
     message = str(err.value)
     assert "nope" in message and "gpt_oss_fp4_tp2_mtp0_1k1k" in message and str(AGGR) in message
     assert "\n" not in message
@@ -79,9 +80,9 @@ def test_disaggregated_real_file() -> None:
     # worker_config.ctx tp4 (1 server) + worker_config.gen tp8 (1 server), 8 GPUs a node
     assert cfg.raw["worker_config"]["ctx"]["tensor_parallel_size"] == 4
     assert cfg.raw["worker_config"]["gen"]["tensor_parallel_size"] == 8
-    topo = cfg.topology()
-    assert (topo.devices, topo.nodes) == (12, 2)
-    assert cfg.topology("ignored-for-disagg") == topo
+    assert topology(cfg, None, None) == (12, 2)
+    assert topology(cfg, "ignored-for-disagg", "e2e") == (12, 2)
+    assert topology(cfg, None, "ctx_only") == (4, 1)
 
 
 # ---------------------------------------------------------------- synthetic topologies
@@ -131,8 +132,7 @@ def test_disaggregated_real_file() -> None:
     ],
 )
 def test_topology(tmp_path: Path, body: str, server: str | None, expected: tuple[int, int]) -> None:
-    topo = load_perf_config(_yaml(tmp_path, body)).topology(server)
-    assert (topo.devices, topo.nodes) == expected
+    assert topology(load_perf_config(_yaml(tmp_path, body)), server, None) == expected
 
 
 @pytest.mark.parametrize(
@@ -152,8 +152,8 @@ def test_topology(tmp_path: Path, body: str, server: str | None, expected: tuple
 )
 def test_topology_errors(tmp_path: Path, body: str, fragment: str) -> None:
     path = _yaml(tmp_path, body)
-    with pytest.raises(PerfConfigError) as err:
-        load_perf_config(path).topology(None)
+    with pytest.raises(BuildError) as err:
+        topology(load_perf_config(path), None, None)
     assert fragment in str(err.value) and str(path) in str(err.value)
     assert "\n" not in str(err.value)
 
@@ -336,8 +336,8 @@ def test_real_ids_resolve_to_real_files() -> None:
     assert (
         parsed.config_file == "tests/scripts/perf-sanity/aggregated/gpt_oss_120b_fp4_blackwell.yaml"
     )
-    topo = load_perf_config(DATA / f"{parsed.config_stem}.yaml").topology(parsed.server_name)
-    assert topo == Topology(1, 1, topo.detail)
+    config = load_perf_config(DATA / f"{parsed.config_stem}.yaml")
+    assert topology(config, parsed.server_name, None) == Topology(1, 1)
     ctx = parse_perf_test_id(_id(f"aggr_upload-ctx_only-{DISAGG_STEM}"), [DATA])
     assert ctx is not None and ctx.config_dir == "tests/scripts/perf-sanity/disaggregated"
-    assert load_perf_config(DATA / f"{ctx.config_stem}.yaml").topology().devices == 12
+    assert topology(load_perf_config(DATA / f"{ctx.config_stem}.yaml"), None, None).devices == 12

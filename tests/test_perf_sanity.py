@@ -19,15 +19,13 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from scriptbuilder.errors import BuildError
+from scriptbuilder.outputs.submit import run_submit
 from scriptbuilder.workflows.perf_sanity import (
     LAUNCH_LOG_PATTERN,
     LAUNCH_SCRIPT_NAME,
     SUBMIT_PY_RELPATH,
     SubmitRequest,
-    perf_job_kind,
-    perf_job_name,
     preflight,
-    run_submit,
     submit_argv,
     submit_py_path,
 )
@@ -145,11 +143,6 @@ def test_argv_value_starting_with_dash_is_joined(tmp_path: Path) -> None:
 def test_argv_needs_a_test_or_a_config(tmp_path: Path) -> None:
     with pytest.raises(BuildError, match=r"test_cmd.*perf_config_yaml"):
         submit_argv(request(tmp_path, config_file=None))
-
-
-def test_argv_refuses_unknown_benchmark_mode(tmp_path: Path) -> None:
-    with pytest.raises(BuildError, match="benchmark_mode 'fast' is unknown"):
-        submit_argv(request(tmp_path, config_file=str(DISAGG_YAML), benchmark_mode="fast"))
 
 
 def test_argv_refuses_empty_required_value(tmp_path: Path) -> None:
@@ -421,14 +414,3 @@ def test_preflight_errors(
     with pytest.raises(BuildError, match=pattern) as caught:
         preflight(submit_py, **args)  # type: ignore[arg-type]
     assert "\n" not in str(caught.value)
-
-
-# --------------------------------------------------------------------------
-# The job's name
-# --------------------------------------------------------------------------
-
-
-def test_job_names() -> None:
-    assert perf_job_name("m", perf_job_kind("perf/test_perf_sanity.py::x")) == "m_perf"
-    assert perf_job_name("m", perf_job_kind(None)) == "m_benchmark"
-    assert LAUNCH_LOG_PATTERN == "slurm-%j.out"

@@ -42,10 +42,11 @@ from scriptbuilder.inputs.command_check import (
 from scriptbuilder.inputs.image_ref import enroot_form
 from scriptbuilder.inputs.slurm_time import check_time_limit
 from scriptbuilder.job.builder import JobBuilder
-from scriptbuilder.job.plan import Container, SlurmAllocation, TaskShape
+from scriptbuilder.models.request import DEFAULT_SECRET_PATTERNS
 from scriptbuilder.resolution.mpi import step_mpi
-from scriptbuilder.resolution.secrets import DEFAULT_SECRET_PATTERNS, secret_assignments
+from scriptbuilder.resolution.secrets import secret_assignments
 from scriptbuilder.scenarios.slurm import LocalSlurm, check_log_name_part
+from scriptbuilder.script.plan import Container, SlurmAllocation, TaskShape
 
 if TYPE_CHECKING:
     from scriptbuilder.workflows.base import Workflow

@@ -1,54 +1,20 @@
-"""Perf-sanity / benchmark config YAMLs: GPUs, nodes, accuracy variant, test ids.
-
-What TensorRT-LLM's ``jenkins/scripts/perf/local/submit.py`` derives from the
-config, computed here only to report and check it (submit.py stays the source of
-truth for the job it writes):
-
-* aggregated (``server_configs[]``): a server needs ``tp * pp * cp`` GPUs
-  (``tensor_parallel_size``, ``pipeline_parallel_size``, ``context_parallel_size``;
-  pp and cp default to 1) on ``ceil(gpus / hardware.gpus_per_node)`` nodes;
-* disaggregated (``worker_config.ctx/gen`` or ``hardware.num_ctx_servers``):
-  ``num_ctx_servers * ctx + num_gen_servers * gen`` GPUs on
-  ``num_ctx_servers * ceil(ctx / gpn) + num_gen_servers * ceil(gen / gpn)`` nodes
-  (server counts default to 1).
+"""Perf-sanity / benchmark config YAMLs and perf-sanity test ids, as read from
+a TensorRT-LLM checkout (what they mean for a job: :mod:`scriptbuilder.workflows.perf_sanity`).
 """
 
 from __future__ import annotations
 
 import copy
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = [
-    "PerfConfig",
-    "PerfConfigError",
-    "PerfTestId",
-    "Topology",
-    "derive_accuracy_config",
-    "load_perf_config",
-    "parse_perf_test_id",
-]
+import yaml
 
 
 class PerfConfigError(ValueError):
     """A config YAML that cannot be used; the message names the file and the fix."""
-
-
-@dataclass(frozen=True)
-class Topology:
-    devices: int
-    nodes: int
-    detail: str
-
-
-def _load_yaml(text: str) -> Any:
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(text, Loader=loader)  # a safe loader: CSafeLoader or SafeLoader
 
 
 def _one_line(text: object) -> str:
@@ -64,105 +30,6 @@ class PerfConfig:
     accuracy_enabled: bool
     raw: dict[str, Any] = field(repr=False)
 
-    def _int(self, mapping: dict[str, Any], key: str, where: str, default: int | None) -> int:
-        value = mapping.get(key, default)
-        if value is None and default is not None:
-            value = default
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise PerfConfigError(
-                f"{self.path}: {where}.{key} must be a non-negative integer, got {value!r};"
-                " fix the config YAML"
-            )
-        return value
-
-    def _parallel(self, mapping: dict[str, Any], where: str) -> tuple[int, str]:
-        tp = self._int(mapping, "tensor_parallel_size", where, 1)
-        pp = self._int(mapping, "pipeline_parallel_size", where, 1)
-        cp = self._int(mapping, "context_parallel_size", where, 1)
-        return tp * pp * cp, f"tp{tp}*pp{pp}*cp{cp}"
-
-    def _servers(self) -> list[dict[str, Any]]:
-        servers = self.raw.get("server_configs")
-        if not isinstance(servers, list) or not servers:
-            raise PerfConfigError(
-                f"{self.path}: no server_configs list (aggregated) and no worker_config.ctx/gen"
-                " (disaggregated); fix the config YAML"
-            )
-        out = []
-        for i, server in enumerate(servers):
-            if not isinstance(server, dict):
-                raise PerfConfigError(
-                    f"{self.path}: server_configs[{i}] is not a mapping; fix the config YAML"
-                )
-            out.append(server)
-        return out
-
-    def topology(self, server_name: str | None = None) -> Topology:
-        """GPUs and nodes for one aggregated server, or the whole disaggregated setup.
-
-        Aggregated: the named server; with no name, the only server or, when
-        there are several, the largest (``submit.py`` runs them one by one).
-        Disaggregated: ``server_name`` is ignored.
-        """
-        gpn = self.gpus_per_node
-        if self.disaggregated:
-            return self._disagg_topology()
-        servers = self._servers()
-        names = [str(server.get("name", "")) for server in servers]
-        if server_name is not None:
-            if server_name not in names:
-                raise PerfConfigError(
-                    f"{self.path}: no server_configs entry named {server_name!r}"
-                    f" (known: {', '.join(names)}); use one of those names"
-                )
-            chosen = [servers[names.index(server_name)]]
-        else:
-            chosen = servers
-        best: Topology | None = None
-        for server in chosen:
-            name = str(server.get("name", ""))
-            devices, formula = self._parallel(server, f"server_configs[{name}]")
-            nodes = math.ceil(devices / gpn)
-            detail = (
-                f"server {name}: {formula} = {devices} GPUs, {gpn} GPUs/node -> {nodes} node(s)"
-            )
-            if best is None or devices > best.devices:
-                best = Topology(devices, nodes, detail)
-        assert best is not None
-        if server_name is None and len(chosen) > 1:
-            best = Topology(best.devices, best.nodes, f"largest of {len(chosen)}: {best.detail}")
-        return best
-
-    def _disagg_topology(self) -> Topology:
-        gpn = self.gpus_per_node
-        hardware = self.raw.get("hardware") or {}
-        workers = self.raw.get("worker_config")
-        if not isinstance(workers, dict):
-            raise PerfConfigError(
-                f"{self.path}: disaggregated config without a worker_config mapping;"
-                " add worker_config.ctx and worker_config.gen"
-            )
-        parts: list[str] = []
-        devices = nodes = 0
-        for role, count_key in (("ctx", "num_ctx_servers"), ("gen", "num_gen_servers")):
-            count = self._int(hardware, count_key, "hardware", 1)
-            worker = workers.get(role)
-            if count == 0:
-                parts.append(f"0 {role}")
-                continue
-            if not isinstance(worker, dict):
-                raise PerfConfigError(
-                    f"{self.path}: worker_config.{role} is missing or not a mapping"
-                    f" (hardware.{count_key} = {count}); add it or set {count_key}: 0"
-                )
-            per, formula = self._parallel(worker, f"worker_config.{role}")
-            per_nodes = math.ceil(per / gpn)
-            devices += count * per
-            nodes += count * per_nodes
-            parts.append(f"{count} {role} x {formula} = {per} GPUs on {per_nodes} node(s)")
-        detail = f"disaggregated: {'; '.join(parts)}; {gpn} GPUs/node -> {devices} GPUs, {nodes}"
-        return Topology(devices, nodes, detail + " node(s)")
-
 
 def load_perf_config(path: Path) -> PerfConfig:
     """Read and check a perf-sanity config YAML (errors are one-line ``PerfConfigError``)."""
@@ -177,10 +44,8 @@ def load_perf_config(path: Path) -> PerfConfig:
         raise PerfConfigError(
             f"{path}: cannot read config YAML ({_one_line(exc)}); check the path and permissions"
         ) from None
-    import yaml
-
     try:
-        data = _load_yaml(text)
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise PerfConfigError(
             f"{path}: not valid YAML ({_one_line(exc)}); fix the file's syntax"
@@ -216,8 +81,6 @@ def load_perf_config(path: Path) -> PerfConfig:
 
 def derive_accuracy_config(base: Path) -> str:
     """YAML text of ``base`` with ``accuracy.enable_accuracy_test: true`` (deterministic)."""
-    import yaml
-
     config = load_perf_config(base)
     data = copy.deepcopy(config.raw)
     accuracy = data.get("accuracy")

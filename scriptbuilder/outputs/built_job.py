@@ -93,7 +93,7 @@ class BuiltJob:
         written: list[Path] = []
         with generation(self.request.work_dir) as gen:
             if self.submit is not None:
-                from scriptbuilder.workflows.perf_sanity import run_submit
+                from scriptbuilder.outputs.submit import run_submit
 
                 for out in self.submit.inputs:
                     write_atomic(out.path, out.text, out.mode)

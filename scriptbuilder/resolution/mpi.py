@@ -14,11 +14,9 @@ One rule for the build and the drop-in CLI alike:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from scriptbuilder.job.plan import TaskShape
-    from scriptbuilder.models import Partition, SlurmEnv
+from scriptbuilder.inputs.slurm_env import client_tools_missing
+from scriptbuilder.models import Partition, SlurmEnv
+from scriptbuilder.script.plan import TaskShape
 
 BARE_PMIX = "pmix"
 #: Variable prefixes stripped inside single-node steps that run without MPI,
@@ -38,8 +36,6 @@ RULES = {
 def preferred_plugin(env: SlurmEnv | None, entry: Partition | None) -> str | None:
     """``pmix.preferred``, left unset on the fallback path (no probe, no client tools,
     partition or its arch unknown)."""
-    from scriptbuilder.inputs.slurm_env import client_tools_missing
-
     if env is None or client_tools_missing(env) or entry is None or entry.arch is None:
         return None
     return env.pmix.preferred or None

@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from scriptbuilder.models import BuildRequest
 
 SHOWN = "***"
-#: Names (shell wildcards, any letter case) whose values are secret, by default.
-DEFAULT_SECRET_PATTERNS = ("*TOKEN*", "*SECRET*", "*PASSWORD*", "*KEY*")
 
 
 def looks_secret(name: str, patterns: tuple[str, ...] | list[str]) -> bool:

@@ -9,7 +9,7 @@ from scriptbuilder.resolution.secrets import mask
 from scriptbuilder.script.render import one_line_command, render_inline
 
 if TYPE_CHECKING:
-    from scriptbuilder.job.plan import Step, TaskShape, WorkflowPlan
+    from scriptbuilder.script.plan import Step, TaskShape, WorkflowPlan
     from scriptbuilder.script.tree import SbatchScript, ShellScript
 
 #: How a step's first log line starts.

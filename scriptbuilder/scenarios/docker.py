@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scriptbuilder.job.plan import TaskShape, WorkflowPlan
 from scriptbuilder.scenarios.base import PRINT_LINE, Scenario, step_banner
+from scriptbuilder.script.plan import TaskShape, WorkflowPlan
 from scriptbuilder.script.tree import (
     Command,
     Comment,

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from functools import partial
 
 from scriptbuilder.errors import BuildError
-from scriptbuilder.job.plan import Container, SlurmAllocation, Step, WorkflowPlan
 from scriptbuilder.resolution.mpi import MPI_ENV_KEEP, MPI_ENV_PREFIXES
 from scriptbuilder.scenarios import time_limit
 from scriptbuilder.scenarios.base import PRINT_LINE, Scenario, step_banner
+from scriptbuilder.script.plan import Container, SlurmAllocation, Step, WorkflowPlan
 from scriptbuilder.script.tree import (
     Assign,
     Blank,

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import ClassVar
 
 from scriptbuilder.inputs.command_check import MAX_ARG_BYTES
-from scriptbuilder.job.plan import Step, TaskShape, WorkflowPlan
+from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mpi import clears_mpi_env
+from scriptbuilder.resolution.workloads import Placement
+from scriptbuilder.script.plan import Step, TaskShape, WorkflowPlan
 from scriptbuilder.script.render import render_command
 from scriptbuilder.script.tree import Command, If, Run, ScriptText, Statement, Var, Word
 
@@ -77,8 +80,22 @@ def user_command_step(
     )
 
 
+@dataclass(frozen=True)
+class Workload:
+    """A resolved workflow and the size of its job."""
+
+    workflow: Workflow
+    model_name: str
+    required_devices: int
+    node_count: int
+    shape: TaskShape
+    #: The tests run only with exactly ``required_devices`` GPUs visible.
+    exact_devices: bool = False
+
+
 class Workflow(ABC):
-    """A kind of workload. Subclasses say what to install and which steps to run.
+    """A kind of workload. Subclasses resolve it from a request (:meth:`resolve`)
+    and say what to install and which steps to run.
 
     ``kind`` is the ``workflow_type`` written to ``job_spec.json``;
     ``job_suffix`` names the job (``<model>_<suffix>``) and the script.
@@ -89,6 +106,15 @@ class Workflow(ABC):
     script_suffix: ClassVar[str] = ".slurm"
     success_patterns: ClassVar[tuple[str, ...]] = ("passed",)
     failure_patterns: ClassVar[tuple[str, ...]] = ("FAILED", "ERROR")
+
+    @classmethod
+    @abstractmethod
+    def resolve(cls, ctx: Context, place: Placement) -> Workload:
+        """The workflow of ``ctx.request`` and its job size (procedure Step 3)."""
+
+    def extra_files(self) -> tuple[tuple[str, str], ...]:
+        """Files the job needs in work_dir besides the script: (name, text)."""
+        return ()
 
     def job_name(self, model_name: str) -> str:
         return f"{model_name}_{self.job_suffix}"

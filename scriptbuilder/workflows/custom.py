@@ -2,34 +2,52 @@
 
 from __future__ import annotations
 
+import math
+import posixpath
 from dataclasses import KW_ONLY, dataclass
-from functools import cache
 from pathlib import Path
 
-from scriptbuilder.inputs.file_cache import load
-from scriptbuilder.job.plan import Step, TaskShape
+from scriptbuilder.errors import BuildError
+from scriptbuilder.resolution.context import Context
+from scriptbuilder.resolution.mounts import covered
 from scriptbuilder.resolution.mpi import clears_mpi_env
+from scriptbuilder.resolution.secrets import script_custom_env
+from scriptbuilder.resolution.workloads import (
+    Placement,
+    check_limit,
+    gpus_per_node,
+    model_name,
+    require,
+    workload_shape,
+)
+from scriptbuilder.script.plan import Step, TaskShape
+from scriptbuilder.script.render import quote_literal
 from scriptbuilder.script.tree import Command, Run, Statement, Var
-from scriptbuilder.workflows.base import Workflow
+from scriptbuilder.workflows.base import Workflow, Workload
 
 RUN_SCRIPT_NAME = "slurm_run_custom.sh"
+#: The run script shipped with scriptbuilder.
+PACKAGED_RUN_SCRIPT = Path(__file__).resolve().parent.parent / "data" / RUN_SCRIPT_NAME
 _RUN_PACKAGED: tuple[Statement, ...] = (Run(Command.of("bash", "-c", Var("1"), RUN_SCRIPT_NAME)),)
 _RUN_FILE: tuple[Statement, ...] = (Run(Command.of("bash", Var("1"))),)
 
 
-@cache
-def packaged_run_script_path() -> Path:
-    """The run script shipped with scriptbuilder."""
-    return Path(__file__).resolve().parent.parent / "data" / RUN_SCRIPT_NAME
-
-
-def _read_text(path: str) -> str:
-    return Path(path).read_text(encoding="utf-8")
-
-
 def packaged_run_script() -> str:
     """The packaged run script's text."""
-    return load(packaged_run_script_path(), _read_text)
+    return PACKAGED_RUN_SCRIPT.read_text(encoding="utf-8")
+
+
+def _remote_run_script(ctx: Context, place: Placement) -> str:
+    """The run script's path on the cluster: copied there from work_dir by the
+    remote executor (it is one of the job's ``extra_files``)."""
+    remote = posixpath.join(ctx.request.remote_work_dir or "", RUN_SCRIPT_NAME)
+    if not covered(remote, place.mounts.host_sources()):
+        raise BuildError(
+            f"remote_work_dir {ctx.request.remote_work_dir} is not inside a container mount, so "
+            "the custom run script copied there would be invisible in the container; use a "
+            "remote_work_dir under remote_repo_path"
+        )
+    return ctx.trace.chose("run script", remote, "packaged run script, copied to remote_work_dir")
 
 
 @dataclass(frozen=True)
@@ -39,7 +57,8 @@ class CustomWorkflow(Workflow):
     The run script applies ``CUSTOM_ENV``, changes to ``CUSTOM_WORKDIR`` and
     runs ``CUSTOM_COMMAND`` once. With ``run_script`` None the packaged run
     script travels inside the batch script itself, so no file has to be
-    visible in the container; otherwise ``bash <run_script>`` runs that file.
+    visible in the container; otherwise ``bash <run_script>`` runs that file
+    (a copy of the packaged one, written to work_dir with the script).
     """
 
     kind = "custom"
@@ -53,6 +72,49 @@ class CustomWorkflow(Workflow):
     custom_workdir: str
     project_path: str
     run_script: str | None = None
+
+    @classmethod
+    def resolve(cls, ctx: Context, place: Placement) -> Workload:
+        req, trace = ctx.request, ctx.trace
+        run_script = _remote_run_script(ctx, place) if ctx.is_remote else None
+        if req.custom_script:
+            command = trace.chose(
+                "custom command", f"bash {quote_literal(req.custom_script)}", "bash <custom_script>"
+            )
+        else:
+            command = require(req.custom_cmd, "custom_cmd (or custom_script)", "custom")
+        devices = trace.chose(
+            "required_devices",
+            req.required_devices or 1,
+            "required_devices input" if req.required_devices else "default",
+        )
+        check_limit(devices, "custom commands")
+        gpn = gpus_per_node(ctx, place.cap)
+        nodes = trace.chose(
+            "node_count", math.ceil(devices / gpn), f"ceil({devices} / gpus_per_node {gpn})"
+        )
+        if nodes > 1:
+            raise BuildError(
+                f"required_devices = {devices} requires {nodes} nodes (gpus_per_node = {gpn}), "
+                f"but custom commands are limited to 1 node; reduce required_devices to at most "
+                f"{gpn}"
+            )
+        name = model_name(ctx, None, "")
+        project = place.mounts.project
+        workflow = cls(
+            command,
+            custom_env=script_custom_env(req)[0],
+            custom_workdir=project,
+            project_path=project,
+            run_script=run_script,
+        )
+        shape = workload_shape(ctx, place.cap, "custom", nodes, devices)
+        return Workload(workflow, name, devices, nodes, shape)
+
+    def extra_files(self) -> tuple[tuple[str, str], ...]:
+        if self.run_script is None:
+            return ()
+        return ((RUN_SCRIPT_NAME, packaged_run_script()),)
 
     def env(self) -> tuple[tuple[str, str], ...]:
         return (

@@ -2,11 +2,36 @@
 
 from __future__ import annotations
 
-from scriptbuilder.job.plan import Step, TaskShape
+import posixpath
+from pathlib import Path
+
+from scriptbuilder.inputs.command_args import (
+    EvalArgs,
+    FlagValue,
+    is_hf_model_id,
+    model_name_from,
+    parse_eval_cmd,
+    replace_flag_value,
+)
+from scriptbuilder.inputs.model_lookup import find_model_dir
+from scriptbuilder.resolution.context import Context
+from scriptbuilder.resolution.mounts import Mounts
+from scriptbuilder.resolution.workloads import (
+    Capacity,
+    Placement,
+    gpus_per_node,
+    model_name,
+    parsed,
+    require,
+    workload_shape,
+)
+from scriptbuilder.script.plan import Step, TaskShape
+from scriptbuilder.script.render import quote_literal
 from scriptbuilder.script.tree import Statement
 from scriptbuilder.workflows.base import (
     INSTALL_BODY,
     Workflow,
+    Workload,
     optional_requirements,
     user_command_step,
 )
@@ -18,6 +43,25 @@ _EVAL_INSTALL_BODY: tuple[Statement, ...] = (
 )
 
 
+def _rewrite_model(ctx: Context, cmd: str, model: FlagValue, mounts: Mounts) -> str:
+    """Point a Hugging Face id at its folder under the models mount, when found."""
+    value = model.value
+    name = value.rstrip("/").rsplit("/", 1)[-1]
+    host = mounts.models_host
+    found = find_model_dir(Path(host), name) if host and Path(host).is_dir() else None
+    if found is None:
+        ctx.trace.warn(
+            f"model {value!r} was not found under the models mount "
+            f"({host or 'host folder unknown'}, depth 3); trtllm-eval will try to download it "
+            "from Hugging Face"
+        )
+        return cmd
+    rel = found.relative_to(host).as_posix()  # type: ignore[arg-type]
+    target = posixpath.join(mounts.models_root, rel)
+    ctx.trace.chose("--model", target, f"Hugging Face id {value} found at {found}")
+    return replace_flag_value(cmd, model, quote_literal(target))
+
+
 class EvalWorkflow(Workflow):
     kind = "eval"
     job_suffix = "eval"
@@ -25,6 +69,51 @@ class EvalWorkflow(Workflow):
 
     def __init__(self, eval_cmd: str) -> None:
         self.eval_cmd = eval_cmd
+
+    @staticmethod
+    def _args(ctx: Context) -> tuple[str, EvalArgs]:
+        cmd = require(ctx.request.eval_cmd, "eval_cmd", "eval")
+        return cmd, parsed(cmd, parse_eval_cmd)
+
+    @staticmethod
+    def _model_name(ctx: Context, args: EvalArgs) -> str:
+        derived = model_name_from(args.model.value) if args.model else None
+        return model_name(ctx, derived, "last component of --model")
+
+    @classmethod
+    def wider_than_a_node(cls, ctx: Context, cap: Capacity) -> tuple[int, int] | None:
+        """World size and GPUs per node, when the world does not fit on one node
+        (such an eval runs as an accuracy benchmark through submit.py)."""
+        _, args = cls._args(ctx)
+        world, gpn = args.tp_size * args.pp_size, args.gpus_per_node or cap.gpus_per_node
+        return (world, gpn) if gpn is not None and world > gpn else None
+
+    @classmethod
+    def fallback_model_name(cls, ctx: Context) -> str:
+        """The model name of an eval run as an accuracy benchmark."""
+        _, args = cls._args(ctx)
+        ctx.trace.chose(
+            "required_devices",
+            args.tp_size * args.pp_size,
+            f"--tp_size {args.tp_size} x --pp_size {args.pp_size}",
+        )
+        return cls._model_name(ctx, args)
+
+    @classmethod
+    def resolve(cls, ctx: Context, place: Placement) -> Workload:
+        cmd, args = cls._args(ctx)
+        world = ctx.trace.chose(
+            "required_devices",
+            args.tp_size * args.pp_size,
+            f"--tp_size {args.tp_size} x --pp_size {args.pp_size}",
+        )
+        name = cls._model_name(ctx, args)
+        gpus_per_node(ctx, place.cap, args.gpus_per_node, "--gpus_per_node")
+        model = args.model
+        if model and model.literal and is_hf_model_id(model.value):
+            cmd = _rewrite_model(ctx, cmd, model, place.mounts)
+        shape = workload_shape(ctx, place.cap, "eval", 1, world)
+        return Workload(cls(cmd), name, world, 1, shape)
 
     def install_body(self) -> tuple[Statement, ...]:
         return _EVAL_INSTALL_BODY

@@ -1,38 +1,51 @@
-"""Perf-sanity / benchmark (procedure Category 4): the launch script comes from submit.py.
+"""Perf-sanity / benchmark (procedure Category 4): the checkout's submit.py writes
+the launch script.
 
-This is not a workflow of steps: the builder never writes this job's batch
-script itself (:class:`scriptbuilder.resolution.perf.SubmitPlan` says what runs).
-It checks the inputs (:func:`preflight`), builds the argument list of the
-checkout's ``jenkins/scripts/perf/local/submit.py`` (:func:`submit_argv`) and
-runs it (:func:`run_submit`); submit.py derives nodes, tasks and GPUs from the
-config YAML's ``hardware`` section and writes ``slurm_launch.sh`` plus
-``test_list.txt``. The topology computed here (:func:`perf_topology`) only
-feeds the report.
+This workflow has no steps of its own: resolution checks everything submit.py
+would trip on (:func:`preflight`) and builds its argument list
+(:func:`submit_argv`); :meth:`scriptbuilder.outputs.built_job.BuiltJob.write`
+runs it (:mod:`scriptbuilder.outputs.submit`). submit.py derives nodes, tasks and
+GPUs from the config YAML's ``hardware`` section and writes ``slurm_launch.sh``
+plus ``test_list.txt``; :func:`topology` works out the same numbers for the
+report and job_spec.json.
+
+What submit.py derives from a config:
+
+* aggregated (``server_configs[]``): a server needs ``tp * pp * cp`` GPUs
+  (``tensor_parallel_size``, ``pipeline_parallel_size``, ``context_parallel_size``;
+  each 1 when unset) on ``ceil(gpus / hardware.gpus_per_node)`` nodes;
+* disaggregated: ``num_ctx_servers * ctx + num_gen_servers * gen`` GPUs on
+  ``num_ctx_servers * ceil(ctx / gpn) + num_gen_servers * ceil(gen / gpn)`` nodes
+  (server counts default to 1); ``ctx_only`` runs one ctx server, and
+  ``gen_only`` with ``benchmark.mode`` containing ``gen_only_no_context`` the gen
+  servers only.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import shlex
-import signal
-import subprocess
+import re
 import sys
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, NamedTuple
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.perf_config import (
     PerfConfig,
     PerfConfigError,
     PerfTestId,
-    Topology,
+    derive_accuracy_config,
     load_perf_config,
     parse_perf_test_id,
 )
-from scriptbuilder.outputs.atomic import write_atomic
+from scriptbuilder.inputs.shellwords import ShellSyntaxError, tokenize
+from scriptbuilder.inputs.tests import is_perf_sanity, parse_test_ids
+from scriptbuilder.resolution.context import Context
+from scriptbuilder.resolution.workloads import Placement
+from scriptbuilder.script.plan import Step, TaskShape
+from scriptbuilder.workflows.base import Workflow, Workload
 
 #: Where submit.py lives in a TensorRT-LLM checkout.
 SUBMIT_PY_RELPATH = "jenkins/scripts/perf/local/submit.py"
@@ -42,50 +55,13 @@ LAUNCH_SCRIPT_NAME = "slurm_launch.sh"
 LAUNCH_LOG_PATTERN = "slurm-%j.out"
 #: The full stdout/stderr of the submit.py run, kept in the local work dir.
 SUBMIT_LOG_NAME = "submit_py.log"
-BENCHMARK_MODES = ("e2e", "gen_only", "ctx_only")
 DEFAULT_TIME_LIMIT = "02:00:00"
-
-PerfJobKind = Literal["perf", "benchmark"]
-
-__all__ = [
-    "BENCHMARK_MODES",
-    "LAUNCH_LOG_PATTERN",
-    "LAUNCH_SCRIPT_NAME",
-    "SUBMIT_LOG_NAME",
-    "SUBMIT_PY_RELPATH",
-    "PerfJobKind",
-    "PerfPreflight",
-    "SubmitRequest",
-    "perf_job_kind",
-    "perf_job_name",
-    "perf_topology",
-    "preflight",
-    "run_submit",
-    "submit_argv",
-    "submit_py_path",
-]
-
-
-# --------------------------------------------------------------------------
-# The job's name
-# --------------------------------------------------------------------------
-
-
-def perf_job_kind(test_list: str | None) -> PerfJobKind:
-    """``perf`` for a perf-sanity test id (``--test-list``), ``benchmark`` for a config file."""
-    return "perf" if test_list else "benchmark"
-
-
-def perf_job_name(model_name: str, kind: PerfJobKind) -> str:
-    """``<model>_perf`` (test-list runs) or ``<model>_benchmark`` (config-file runs)."""
-    if kind not in ("perf", "benchmark"):
-        raise BuildError(f"perf job kind {kind!r} is unknown; use 'perf' or 'benchmark'")
-    return f"{model_name}_{kind}"
-
-
-# --------------------------------------------------------------------------
-# submit.py's argument list
-# --------------------------------------------------------------------------
+#: How long submit.py may run before the build gives up on it.
+SUBMIT_TIMEOUT = 300.0
+#: The last lines of jenkins/scripts/perf/{aggregated,disaggregated}/slurm_launch_draft.sh
+#: (the body submit.py appends to the launch script) when every step succeeded.
+AGGR_SUCCESS = "Aggregated test completed successfully"
+DISAGG_SUCCESS = "Disagg server and benchmark completed successfully"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,11 +105,6 @@ def submit_argv(req: SubmitRequest, python: str = sys.executable) -> list[str]:
         if req.test_name:
             argv += _flag("--test-name", req.test_name)
         if req.benchmark_mode:
-            if req.benchmark_mode not in BENCHMARK_MODES:
-                raise BuildError(
-                    f"benchmark_mode {req.benchmark_mode!r} is unknown;"
-                    f" use one of {', '.join(BENCHMARK_MODES)}"
-                )
             argv += _flag("--benchmark-mode", req.benchmark_mode)
     else:
         raise BuildError(
@@ -160,11 +131,6 @@ def submit_argv(req: SubmitRequest, python: str = sys.executable) -> list[str]:
     if req.mpi_type:
         argv += _flag("--mpi-type", req.mpi_type)
     return argv
-
-
-# --------------------------------------------------------------------------
-# Checks before running it
-# --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -273,11 +239,6 @@ def preflight(
         mode = None
         server = None
         if config.disaggregated:
-            if benchmark_mode and benchmark_mode not in BENCHMARK_MODES:
-                raise BuildError(
-                    f"benchmark_mode {benchmark_mode!r} is unknown;"
-                    f" use one of {', '.join(BENCHMARK_MODES)}"
-                )
             mode = benchmark_mode or "e2e"
         elif not test_name:
             raise BuildError(
@@ -296,160 +257,298 @@ def preflight(
             "perf-sanity needs a perf-sanity test id (test_cmd) or a config YAML"
             " (perf_config_yaml); pass one of them"
         )
-    topology = perf_topology(config, server_name=server, benchmark_mode=mode)
-    return PerfPreflight(path, config, server, mode, topology, test_id)
+    return PerfPreflight(path, config, server, mode, topology(config, server, mode), test_id)
 
 
-# --------------------------------------------------------------------------
-# Devices and nodes for the report
-# --------------------------------------------------------------------------
+class Topology(NamedTuple):
+    devices: int
+    nodes: int
 
 
-def _size(section: Any) -> int:
-    if not isinstance(section, dict):
+def _count(section: dict[str, Any], key: str, where: str, path: Path) -> int:
+    value = section.get(key)
+    if value is None:
         return 1
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BuildError(
+            f"perf_config_yaml: {path}: {where}.{key} must be a non-negative integer, got "
+            f"{value!r}; fix the config YAML"
+        )
+    return value
+
+
+def _size(section: dict[str, Any], where: str, path: Path) -> int:
+    """GPUs of one server: ``tp * pp * cp``."""
     size = 1
     for key in ("tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size"):
-        value = section.get(key, 1)
-        size *= value if isinstance(value, int) and not isinstance(value, bool) else 1
+        size *= _count(section, key, where, path)
     return size
 
 
-def perf_topology(
-    config: PerfConfig, *, server_name: str | None = None, benchmark_mode: str | None = None
-) -> Topology:
-    """GPUs and nodes submit.py will ask for, for the report (submit.py stays the truth).
+def _mapping(value: Any, what: str, path: Path) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise BuildError(f"perf_config_yaml: {path}: {what}; fix the config YAML")
+    return value
 
-    Aggregated: ``tp*pp*cp`` of the server; disaggregated ``e2e``/``gen_only``:
-    ctx plus gen servers (:meth:`PerfConfig.topology`); ``ctx_only`` runs one
-    ctx server; ``gen_only`` with ``benchmark.mode`` containing
-    ``gen_only_no_context`` runs the gen servers only.
+
+def topology(config: PerfConfig, server_name: str | None, benchmark_mode: str | None) -> Topology:
+    """GPUs and nodes submit.py will ask for (submit.py stays the truth).
+
+    Aggregated: the named server; with no name, the only server or, when there
+    are several, the largest. Disaggregated: see the module's description.
     """
-    gpn = config.gpus_per_node
-    raw = config.raw
-    workers = raw.get("worker_config") or {}
+    gpn, raw, path = config.gpus_per_node, config.raw, config.path
+    if not config.disaggregated:
+        servers = raw.get("server_configs")
+        if not isinstance(servers, list) or not servers:
+            raise BuildError(
+                f"perf_config_yaml: {path}: no server_configs list (aggregated) and no "
+                "worker_config.ctx/gen (disaggregated); fix the config YAML"
+            )
+        sizes = {}
+        for i, server in enumerate(servers):
+            server = _mapping(server, f"server_configs[{i}] is not a mapping", path)
+            name = str(server.get("name", ""))
+            sizes[name] = _size(server, f"server_configs[{name}]", path)
+        if server_name is not None and server_name not in sizes:
+            raise BuildError(
+                f"perf_config_yaml: {path}: no server_configs entry named {server_name!r}"
+                f" (known: {', '.join(sizes)}); use one of those names"
+            )
+        devices = sizes[server_name] if server_name is not None else max(sizes.values())
+        return Topology(devices, math.ceil(devices / gpn))
     hardware = raw.get("hardware") or {}
-    if config.disaggregated and benchmark_mode == "ctx_only":
-        devices = _size(workers.get("ctx"))
-        nodes = math.ceil(devices / gpn)
-        detail = f"ctx_only: one ctx server = {devices} GPUs, {gpn} GPUs/node -> {nodes} node(s)"
-        return Topology(devices, nodes, detail)
+    workers = _mapping(
+        raw.get("worker_config"),
+        "disaggregated config without a worker_config mapping; add worker_config.ctx and "
+        "worker_config.gen",
+        path,
+    )
     bench_mode = str((raw.get("benchmark") or {}).get("mode", ""))
-    if (
-        config.disaggregated
-        and benchmark_mode == "gen_only"
-        and "gen_only_no_context" in bench_mode
-    ):
-        count = hardware.get("num_gen_servers", 1)
-        count = count if isinstance(count, int) and not isinstance(count, bool) else 1
-        per = _size(workers.get("gen"))
-        nodes = count * math.ceil(per / gpn)
-        detail = (
-            f"gen_only_no_context: {count} gen x {per} GPUs, {gpn} GPUs/node -> {nodes} node(s)"
+    roles = {"ctx": "num_ctx_servers", "gen": "num_gen_servers"}
+    if benchmark_mode == "ctx_only":
+        counts = {"ctx": 1}
+    else:
+        counts = {role: _count(hardware, key, "hardware", path) for role, key in roles.items()}
+        if benchmark_mode == "gen_only" and "gen_only_no_context" in bench_mode:
+            del counts["ctx"]
+    devices = nodes = 0
+    for role, count in counts.items():
+        if count == 0:
+            continue
+        worker = _mapping(
+            workers.get(role),
+            f"worker_config.{role} is missing or not a mapping (hardware.{roles[role]} = "
+            f"{count}); add it or set {roles[role]}: 0",
+            path,
         )
-        return Topology(count * per, nodes, detail)
+        per = _size(worker, f"worker_config.{role}", path)
+        devices += count * per
+        nodes += count * math.ceil(per / gpn)
+    return Topology(devices, nodes)
+
+
+@dataclass(frozen=True)
+class SubmitPlan:
+    """A perf-sanity or benchmark run: the checkout's submit.py, run with ``argv``,
+    writes the launch script ``launch_sh`` (the builder makes no script tree)."""
+
+    argv: tuple[str, ...]
+    checked: PerfPreflight
+    #: A derived config to write before submit.py runs (eval fallback): path and text.
+    derived_config: tuple[Path, str] | None
+    launch_sh: Path
+    output_log: Path
+
+    @property
+    def success_patterns(self) -> tuple[str, ...]:
+        """The line TensorRT-LLM's launch script prints last on success: the
+        disaggregated one for disaggregated runs, else the aggregated one
+        (``ctx_only`` runs a disaggregated config on the aggregated path)."""
+        checked = self.checked
+        if checked.config.disaggregated and checked.benchmark_mode != "ctx_only":
+            return (DISAGG_SUCCESS,)
+        return (AGGR_SUCCESS,)
+
+
+# The orchestrator's form: ``pytest .../test_perf_sanity.py -v "test_e2e[aggr-...]"``.
+_BARE_CASE = re.compile(r"test_\w+\[[^\[\]]+\]")
+
+
+def _bare_case(test_cmd: str) -> str | None:
+    """A ``test_e2e[...]`` word standing on its own (the test named apart from its file)."""
     try:
-        return config.topology(None if config.disaggregated else server_name)
+        tokens = tokenize(test_cmd)
+    except ShellSyntaxError:
+        return None
+    return next((t.value for t in tokens if _BARE_CASE.fullmatch(t.value)), None)
+
+
+def _perf_test_id(ctx: Context, test_cmd: str) -> str | None:
+    """The perf-sanity test id: ``file.py::test_e2e[...]``, or the file and a separate
+    ``test_e2e[...]`` word joined into that form."""
+    for test_id in parse_test_ids(test_cmd):
+        if "test_perf_sanity" not in test_id.path:
+            continue
+        bare = None
+        if test_id.cls is None and test_id.func is None and test_id.case is None:
+            bare = _bare_case(test_cmd)
+        if bare is None:
+            return str(test_id)
+        return ctx.trace.chose(
+            "perf test id", f"{test_id.path}::{bare}", f"{bare} given after the file in test_cmd"
+        )
+    return None
+
+
+def _benchmark_mode(ctx: Context, checked: PerfPreflight, test_list: str | None) -> str | None:
+    """``perf_benchmark_mode`` for submit.py's ``--benchmark-mode`` (config files only:
+    a test id carries its own mode)."""
+    mode = ctx.request.perf_benchmark_mode
+    if mode is None:
+        return None
+    if test_list is not None:
+        if mode != (checked.benchmark_mode or "e2e"):
+            raise BuildError(
+                f"perf_benchmark_mode {mode!r} disagrees with test id {test_list!r}, which "
+                "names its own mode; drop perf_benchmark_mode or change the test id"
+            )
+        return None
+    if not checked.config.disaggregated:
+        raise BuildError(
+            f"perf_benchmark_mode {mode!r} applies to disaggregated configs, and "
+            f"{checked.config_path.name} is aggregated; drop perf_benchmark_mode"
+        )
+    return ctx.trace.chose("benchmark mode", mode, "perf_benchmark_mode input")
+
+
+def _model_name(ctx: Context, checked: PerfPreflight) -> str:
+    if ctx.request.model_name:
+        return ctx.trace.chose("model_name", ctx.request.model_name, "model_name input")
+    metadata = checked.config.raw.get("metadata")
+    name = metadata.get("model_name") if isinstance(metadata, dict) else None
+    if isinstance(name, str) and name:
+        return ctx.trace.chose("model_name", name, "metadata.model_name of the config YAML")
+    return ctx.trace.chose("model_name", checked.config_path.stem, "config YAML file name")
+
+
+class PerfSanityWorkflow(Workflow):
+    """A perf-sanity test id or a config YAML run through submit.py (``plan``);
+    ``workflow_type`` is what the request asked for (``perf_sanity``,
+    ``benchmark``, ``pytest`` for a perf-sanity test command, or ``eval`` for an
+    eval wider than one node)."""
+
+    kind = "perf_sanity"
+    job_suffix = "perf"
+    #: What the launch script's log says when it fails (its own lines start ``Error: ``).
+    failure_patterns = ("FAILED", "Error", "AssertionError")
+
+    def __init__(self, submit: SubmitPlan, workflow_type: str, job_name: str) -> None:
+        self.submit = submit
+        self.workflow_type = workflow_type
+        self.name = job_name
+
+    @staticmethod
+    def wanted(ctx: Context) -> bool:
+        """perf_sanity/benchmark, or a pytest request that is a perf-sanity run."""
+        req = ctx.request
+        if req.workflow_type in ("perf_sanity", "benchmark"):
+            return True
+        return req.workflow_type == "pytest" and (
+            bool(req.perf_config_yaml) or is_perf_sanity(req.test_cmd or "")
+        )
+
+    @classmethod
+    def resolve(cls, ctx: Context, place: Placement) -> Workload:
+        return cls.resolve_run(ctx, place, None)
+
+    @classmethod
+    def resolve_run(cls, ctx: Context, place: Placement, eval_model: str | None) -> Workload:
+        """``eval_model``: the model of an eval wider than one node, run as an
+        accuracy benchmark of the request's config."""
+        req, trace, target = ctx.request, ctx.trace, place.target
+        assert target is not None  # the route sends only Slurm requests here
+        if not req.repo_root:
+            raise BuildError(
+                "repo_root is required for the perf-sanity path (it holds "
+                f"{SUBMIT_PY_RELPATH}); pass repo_root"
+            )
+        submit_py = submit_py_path(req.repo_root)
+        test_list = None if eval_model else _perf_test_id(ctx, req.test_cmd or "")
+        config = req.perf_config_yaml
+        if test_list is None and not config:
+            why = (
+                "eval world size exceeds one node, so the eval runs as an accuracy benchmark "
+                "and needs a base config"
+                if eval_model
+                else "perf-sanity needs a config"
+            )
+            raise BuildError(f"perf_config_yaml is required: {why}; pass perf_config_yaml")
+        checked = preflight(
+            submit_py,
+            test_list=test_list,
+            config_file=None if test_list else config,
+            test_name=req.perf_test_name,
+            benchmark_mode=req.perf_benchmark_mode,
+            repo_root=req.repo_root,
+        )
+        benchmark_mode = _benchmark_mode(ctx, checked, test_list)
+        model = eval_model or _model_name(ctx, checked)
+        work_dir = Path(req.work_dir)
+        derived: tuple[Path, str] | None = None
+        config_arg = None if test_list else str(checked.config_path)
+        if eval_model:
+            derived_path = work_dir / f"{model}_accuracy.yaml"
+            derived = (derived_path, _accuracy_config(checked.config_path))
+            config_arg = str(derived_path)
+            trace.chose(
+                "perf config",
+                str(derived_path),
+                "perf_config_yaml with accuracy.enable_accuracy_test: true (eval fallback)",
+            )
+        launch_sh = work_dir / LAUNCH_SCRIPT_NAME
+        request = SubmitRequest(
+            submit_py=submit_py,
+            test_list=test_list,
+            config_file=config_arg,
+            test_name=None if test_list else req.perf_test_name,
+            benchmark_mode=benchmark_mode,
+            partition=target.partition,
+            account=target.account,
+            job_name=f"{model}_{'perf' if test_list else 'benchmark'}",
+            image=place.image,
+            mounts=place.mounts.joined,
+            work_dir=(req.remote_work_dir or "") if ctx.is_remote else req.work_dir,
+            llm_src=place.mounts.project,
+            llm_models_root=place.mounts.models_root,
+            launch_sh=launch_sh,
+            time=target.time_limit,
+            # Only the procedure's flags: submit.py picks --mpi itself per step (pmix for
+            # multi-GPU aggregated runs and disaggregated workers, none for one GPU);
+            # --mpi-type would force one plugin onto every step, install included.
+            mpi_type=None,
+        )
+        argv = submit_argv(request)
+        trace.chose("submit.py", " ".join(argv[1:2]), "repo_root/jenkins/scripts/perf/local")
+        plan = SubmitPlan(tuple(argv), checked, derived, launch_sh, work_dir / SUBMIT_LOG_NAME)
+        devices, nodes = checked.topology
+        gpn = checked.config.gpus_per_node
+        trace.chose("devices/nodes", f"{devices}/{nodes}", "config YAML hardware and parallelism")
+        # the cluster's resolved plugin, for the executors (submit.py picks its own)
+        shape = TaskShape(nodes, nodes * gpn, gpn, target.mpi_plugin)
+        workflow = cls(plan, req.workflow_type, request.job_name)
+        return Workload(workflow, model, devices, nodes, shape)
+
+    def job_name(self, model_name: str) -> str:
+        return self.name
+
+    def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:
+        """None: submit.py writes the launch script and its steps."""
+        return ()
+
+
+def _accuracy_config(base: Path) -> str:
+    try:
+        return derive_accuracy_config(base)
     except PerfConfigError as exc:
         raise BuildError(f"perf_config_yaml: {exc}") from None
-
-
-# --------------------------------------------------------------------------
-# Running it
-# --------------------------------------------------------------------------
-
-
-def _text(data: str | bytes | None) -> str:
-    if data is None:
-        return ""
-    return data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-
-
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else ""
-
-
-def _log_text(argv: Sequence[str], cwd: Path, stdout: str, stderr: str, status: str) -> str:
-    return (
-        f"$ cd {shlex.quote(str(cwd))} && {shlex.join(argv)}\n"
-        f"--- stdout ---\n{stdout}"
-        f"{'' if not stdout or stdout.endswith(chr(10)) else chr(10)}"
-        f"--- stderr ---\n{stderr}"
-        f"{'' if not stderr or stderr.endswith(chr(10)) else chr(10)}"
-        f"--- {status} ---\n"
-    )
-
-
-def _keep_log(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, text)
-
-
-def run_submit(
-    argv: Sequence[str],
-    *,
-    cwd: str | os.PathLike[str],
-    timeout: float,
-    output_log: Path,
-    env: Mapping[str, str] | None = None,
-) -> str:
-    """Run submit.py (no shell) and return its stdout.
-
-    Its full stdout and stderr are written to ``output_log`` whatever happens.
-    A timeout or a non-zero exit is a :class:`BuildError` naming the last error
-    line and the log. The process runs in its own session, so on timeout the
-    whole group it started is killed.
-    """
-    argv = [str(a) for a in argv]
-    work = Path(cwd)
-    output_log = Path(output_log)
-    try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=work,
-            env=dict(env) if env is not None else None,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            start_new_session=True,
-        )
-    except OSError as exc:
-        _keep_log(output_log, _log_text(argv, work, "", f"{exc}\n", "could not start"))
-        raise BuildError(
-            f"cannot run submit.py ({argv[0]}: {exc.strerror or exc}); check the Python"
-            f" interpreter and {argv[1] if len(argv) > 1 else 'submit.py'}"
-        ) from None
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        _kill_group(proc)
-        try:
-            stdout, stderr = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            stdout, stderr = _text(exc.stdout), _text(exc.stderr)
-        status = f"killed after {timeout:g} s"
-        _keep_log(output_log, _log_text(argv, work, stdout or "", stderr or "", status))
-        raise BuildError(
-            f"submit.py did not finish within {timeout:g} s and was killed;"
-            f" full output in {output_log}"
-        ) from None
-    stdout, stderr = stdout or "", stderr or ""
-    _keep_log(output_log, _log_text(argv, work, stdout, stderr, f"exit code {proc.returncode}"))
-    if proc.returncode != 0:
-        line = _last_line(stderr) or _last_line(stdout) or "no error output"
-        raise BuildError(
-            f"submit.py failed (exit {proc.returncode}): {line}; full output in {output_log}"
-        )
-    return stdout

@@ -2,12 +2,42 @@
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import replace
 
-from scriptbuilder.job.plan import Step, TaskShape
+from scriptbuilder.errors import BuildError
+from scriptbuilder.inputs.tests import InspectResult, inspect_tests
+from scriptbuilder.resolution.context import Context
+from scriptbuilder.resolution.workloads import (
+    Placement,
+    check_limit,
+    model_name,
+    require,
+    workload_shape,
+)
+from scriptbuilder.script.plan import Step, TaskShape
 from scriptbuilder.script.render import render_inline
 from scriptbuilder.script.tree import Command, Export, Run, Statement, Word
-from scriptbuilder.workflows.base import Workflow, user_command_step
+from scriptbuilder.workflows.base import Workflow, Workload, user_command_step
+
+
+def _devices(ctx: Context, found: InspectResult) -> tuple[int, bool]:
+    req, trace = ctx.request, ctx.trace
+    if found.requirement is not None:
+        need = found.requirement
+        devices = trace.chose("required_devices", need.devices, need.source)
+        if need.exact:
+            trace.chose("exact GPUs", devices, f"the test skips unless it sees exactly {devices}")
+        return devices, need.exact
+    if req.required_devices:
+        given = trace.chose("required_devices", req.required_devices, "required_devices input")
+        return given, False
+    for name in found.guesses:
+        trace.warn(
+            f"{name} names its parallelism but declares no GPU count: 1 GPU is a guess; "
+            "pass required_devices"
+        )
+    return trace.chose("required_devices", 1, "default"), False
 
 
 class PytestWorkflow(Workflow):
@@ -24,6 +54,57 @@ class PytestWorkflow(Workflow):
         self.test_cmd = test_cmd
         self.workdir = workdir
         self.visible_devices = visible_devices
+
+    @classmethod
+    def resolve(cls, ctx: Context, place: Placement) -> Workload:
+        req, trace, cap, mounts = ctx.request, ctx.trace, place.cap, place.mounts
+        test_cmd = require(req.test_cmd, "test_cmd", "pytest")
+        found = inspect_tests(test_cmd, req.repo_root, mounts.project)
+        for warning in found.warnings:
+            trace.warn(warning)
+        for missing in found.missing:
+            if not req.allow_missing_tests:
+                raise BuildError(
+                    f"test_cmd: {missing}, so pytest would exit with 'file or directory not "
+                    "found' after the queue wait; fix the test id (or pass allow_missing_tests: "
+                    "true)"
+                )
+            trace.warn(f"{missing} (allow_missing_tests)")
+        workdir = None
+        if found.workdir is not None:
+            workdir = trace.chose(
+                "test_workdir",
+                posixpath.join(mounts.project, found.workdir),
+                found.workdir_reason,
+            )
+        devices, exact = _devices(ctx, found)
+        limit = cap.gpus_per_node if ctx.is_slurm else cap.available
+        if limit is not None and devices > limit:
+            where = f"partition {req.partition}" if ctx.is_slurm else "this machine"
+            raise BuildError(
+                f"required_devices = {devices} exceeds the {limit} GPUs per node of {where}, "
+                "and pytest does not support multi-node execution; choose a partition with "
+                "more GPUs per node or a test that needs fewer"
+            )
+        check_limit(devices, "pytest")
+        if req.node_count is not None and req.node_count > 1:
+            raise BuildError(
+                f"node_count = {req.node_count}, but pytest is always single-node; "
+                "pass node_count 1"
+            )
+        visible = None
+        if exact and not cap.allocates_gpus:
+            visible = trace.chose(
+                "visible GPUs",
+                ",".join(str(i) for i in range(devices)),
+                f"exactly {devices} GPUs, and the scheduler does not hand them out: "
+                "the test step sees only these",
+            )
+        name = model_name(ctx, None, "")
+        trace.chose("nodes/ntasks", "1/1", "pytest: single node, one task")
+        shape = workload_shape(ctx, cap, "pytest", 1, 1)
+        workflow = cls(test_cmd, workdir=workdir, visible_devices=visible)
+        return Workload(workflow, name, devices, 1, shape, exact)
 
     def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:
         step = user_command_step("run the tests", self.test_cmd, shape)

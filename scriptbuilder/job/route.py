@@ -1,0 +1,84 @@
+"""The route of a request, chosen once: a ``docker run``, a Slurm batch script
+of workflow steps, or the checkout's submit.py (perf-sanity, benchmark, and an
+eval wider than one node run as an accuracy benchmark)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scriptbuilder.errors import BuildError
+from scriptbuilder.resolution.context import Context
+from scriptbuilder.resolution.mounts import Mounts
+from scriptbuilder.resolution.slurm_params import SlurmTarget
+from scriptbuilder.resolution.workloads import Capacity, Placement
+from scriptbuilder.workflows.base import Workflow, Workload
+from scriptbuilder.workflows.bench import BenchWorkflow
+from scriptbuilder.workflows.custom import CustomWorkflow
+from scriptbuilder.workflows.eval import EvalWorkflow
+from scriptbuilder.workflows.perf_sanity import PerfSanityWorkflow
+from scriptbuilder.workflows.pytest_workflow import PytestWorkflow
+
+#: The workflow of each ``workflow_type`` (a perf-sanity pytest request is
+#: recognised by :meth:`PerfSanityWorkflow.wanted`).
+WORKFLOWS: dict[str, type[Workflow]] = {
+    "pytest": PytestWorkflow,
+    "eval": EvalWorkflow,
+    "bench": BenchWorkflow,
+    "custom": CustomWorkflow,
+    "perf_sanity": PerfSanityWorkflow,
+    "benchmark": PerfSanityWorkflow,
+}
+
+
+@dataclass(frozen=True)
+class Route:
+    """The workflow and where it runs: ``target`` is None under Docker; with
+    ``eval_model`` set, an eval wider than one node runs as an accuracy
+    benchmark through submit.py."""
+
+    workflow: type[Workflow]
+    target: SlurmTarget | None
+    cap: Capacity
+    eval_model: str | None = None
+
+    def resolve(self, ctx: Context, image: str, mounts: Mounts) -> Workload:
+        """The workflow resolved against the image, the mounts and the target."""
+        place = Placement(image, mounts, self.target, self.cap)
+        if self.eval_model is not None:
+            return PerfSanityWorkflow.resolve_run(ctx, place, self.eval_model)
+        return self.workflow.resolve(ctx, place)
+
+
+def choose_route(ctx: Context, target: SlurmTarget | None) -> Route:
+    """From the validated request and the Slurm ``target`` (None under Docker)."""
+    req = ctx.request
+    cap = Capacity.of(ctx, target)
+    workflow = (
+        PerfSanityWorkflow if PerfSanityWorkflow.wanted(ctx) else WORKFLOWS[req.workflow_type]
+    )
+    if workflow is PerfSanityWorkflow and target is None:
+        what = (
+            f"workflow_type {req.workflow_type}"
+            if req.workflow_type != "pytest"
+            else "a perf-sanity test_cmd"
+        )
+        raise BuildError(
+            f"{what} needs Slurm (submit.py writes a Slurm launch script); use "
+            "execution_scenario local_slurm or remote_slurm"
+        )
+    wide = EvalWorkflow.wider_than_a_node(ctx, cap) if workflow is EvalWorkflow else None
+    if wide is None:
+        return Route(workflow, target, cap)
+    world, gpn = wide
+    if target is None:
+        raise BuildError(
+            f"eval_cmd: world size {world} exceeds the {gpn} GPUs "
+            "of this machine, and a wider eval runs as an accuracy benchmark through "
+            "submit.py, which needs Slurm; use execution_scenario local_slurm or "
+            f"remote_slurm, or lower --tp_size x --pp_size to at most {gpn}"
+        )
+    ctx.trace.warn(
+        f"eval world size {world} exceeds gpus_per_node {gpn}: "
+        "running it as an accuracy benchmark through submit.py"
+    )
+    return Route(PerfSanityWorkflow, target, cap, EvalWorkflow.fallback_model_name(ctx))
