@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -18,3 +19,73 @@ def test_type_checking_comes_from_typing() -> None:
         if fake.search(path.read_text(encoding="utf-8"))
     ]
     assert offenders == []
+
+
+#: The layers of the package, bottom first: a module imports only from its own
+#: layer or the ones below it.
+LAYERS = (
+    ("scriptbuilder.errors", "scriptbuilder.version"),
+    ("scriptbuilder.script",),
+    ("scriptbuilder.models",),
+    ("scriptbuilder.inputs",),
+    ("scriptbuilder.resolution",),
+    ("scriptbuilder.scenarios",),
+    ("scriptbuilder.workflows",),
+    ("scriptbuilder.outputs",),
+    ("scriptbuilder.job",),
+    ("scriptbuilder.api", "scriptbuilder"),
+    ("scriptbuilder.cli", "scriptbuilder.__main__"),
+)
+
+
+def _layer(module: str) -> int:
+    """The layer of ``module``: its longest prefix named in :data:`LAYERS`."""
+    matches = [
+        (len(name), index)
+        for index, names in enumerate(LAYERS)
+        for name in names
+        if module == name or module.startswith(name + ".")
+    ]
+    assert matches, f"{module} is in no layer: add its package to LAYERS"
+    return max(matches)[1]
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, module: str) -> list[tuple[int, str]]:
+    """``(line, imported module)`` of every scriptbuilder import, wherever it stands."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            found.append((node.lineno, base))
+    return [(line, name) for line, name in found if name.split(".")[0] == "scriptbuilder"]
+
+
+def test_imports_point_down() -> None:
+    """No module imports from a layer above its own (see :data:`LAYERS`)."""
+    upward = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = _module_name(path)
+        for line, imported in _imports(path, module):
+            if _layer(imported) > _layer(module):
+                upward.append(f"{path.relative_to(PACKAGE.parent)}:{line} imports {imported}")
+    assert upward == []
+
+
+def test_the_layer_check_sees_an_upward_import(tmp_path: Path) -> None:
+    source = tmp_path / "scriptbuilder" / "models" / "x.py"
+    source.parent.mkdir(parents=True)
+    source.write_text("def f():\n    from scriptbuilder.resolution import secrets\n")
+    (imported,) = _imports(source, "scriptbuilder.models.x")
+    assert imported == (2, "scriptbuilder.resolution")
+    assert _layer("scriptbuilder.resolution.secrets") > _layer("scriptbuilder.models.x")

@@ -34,11 +34,6 @@ class EnvCheck(BaseModel):
     )
 
 
-#: The ``env_check`` of a request that gives none. The model is frozen, so this one
-#: value serves every such request (rather than a model built for each).
-_NOTHING_CHECKED = EnvCheck()
-
-
 class BuildRequest(BaseModel):
     """Every input field of the script-builder procedure.
 
@@ -103,7 +98,7 @@ class BuildRequest(BaseModel):
     allow_missing_tests: bool | None = Field(
         None, description="Warn instead of stopping when a test id is not found (pytest)."
     )
-    env_check: EnvCheck = Field(default_factory=lambda: _NOTHING_CHECKED)
+    env_check: EnvCheck = Field(default_factory=EnvCheck)
     # The orchestrator's own fields: checked against what the build derives ...
     total_required_devices: int | None = Field(
         None, ge=1, description="GPUs the caller expects in all; must equal what the build derives."

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.slurm_env import find_partition, gres_gpus, uses_gpu_gres
 from scriptbuilder.inputs.slurm_time import checked_minutes, time_limit_minutes
+from scriptbuilder.models import Partition
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mpi import BARE_PMIX, preferred_plugin
-
-if TYPE_CHECKING:
-    from scriptbuilder.models import Partition
 
 DEFAULT_TIME_LIMIT = "02:00:00"
 STEP_25 = "trtllm-case-executor did not run Step 2.5 before invoking the script builder"

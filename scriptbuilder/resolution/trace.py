@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
 T = TypeVar("T")
-
-#: ``(field, value, rule)``: a plain tuple, which the garbage collector stops
-#: tracking once it holds only strings, numbers and None (a named tuple never is).
-Entry = tuple[str, Any, str]
 
 
 class Choice(NamedTuple):
@@ -18,40 +14,33 @@ class Choice(NamedTuple):
     rule: str
 
 
+@dataclass
 class Trace:
     """The choices of a running build in the order they were made, and its warnings."""
 
-    __slots__ = ("entries", "warnings")
-
-    def __init__(self) -> None:
-        self.entries: list[Entry] = []
-        self.warnings: list[str] = []
+    choices: list[Choice] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def chose(self, name: str, value: T, rule: str) -> T:
         """Record ``value`` for ``name`` with the rule that chose it; returns ``value``."""
-        self.entries.append((name, value, rule))
+        self.choices.append(Choice(name, value, rule))
         return value
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
 
     def record(self) -> TraceRecord:
-        """What the finished build keeps. Tuples of plain values, not lists: a
-        sweep keeps thousands of builds, and the collector need not walk them."""
-        return TraceRecord(tuple(self.entries), tuple(self.warnings))
+        """What the finished build keeps."""
+        return TraceRecord(tuple(self.choices), tuple(self.warnings))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class TraceRecord:
     """The trace of a finished build (see :meth:`Trace.record`)."""
 
-    entries: tuple[Entry, ...]
+    choices: tuple[Choice, ...]
     warnings: tuple[str, ...]
 
-    @property
-    def choices(self) -> list[Choice]:
-        return [Choice._make(entry) for entry in self.entries]
-
     def lines(self) -> list[str]:
-        width = max((len(name) for name, _, _ in self.entries), default=0)
-        return [f"{name:<{width}}  {value!s}  <- {rule}" for name, value, rule in self.entries]
+        width = max((len(c.field) for c in self.choices), default=0)
+        return [f"{c.field:<{width}}  {c.value!s}  <- {c.rule}" for c in self.choices]

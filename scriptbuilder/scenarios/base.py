@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
 
 from scriptbuilder.resolution.secrets import mask
+from scriptbuilder.script.plan import Step, TaskShape, WorkflowPlan
 from scriptbuilder.script.render import one_line_command, render_inline
-
-if TYPE_CHECKING:
-    from scriptbuilder.script.plan import Step, TaskShape, WorkflowPlan
-    from scriptbuilder.script.tree import SbatchScript, ShellScript
+from scriptbuilder.script.tree import SbatchScript, ShellScript
 
 #: How a step's first log line starts.
 BANNER_PREFIX = "==> "

@@ -7,10 +7,8 @@ drop-in CLI and the resolution engine can both fill them in.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from scriptbuilder.script.tree import Statement
+from scriptbuilder.script.tree import Statement
 
 
 @dataclass(frozen=True, slots=True)

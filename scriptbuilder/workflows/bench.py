@@ -4,15 +4,9 @@ from __future__ import annotations
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.command_args import model_name_from, parse_bench_cmd
+from scriptbuilder.resolution import workloads
 from scriptbuilder.resolution.context import Context
-from scriptbuilder.resolution.workloads import (
-    Placement,
-    gpus_per_node,
-    model_name,
-    parsed,
-    require,
-    workload_shape,
-)
+from scriptbuilder.resolution.workloads import Placement
 from scriptbuilder.script.plan import Step, TaskShape
 from scriptbuilder.workflows.base import Workflow, Workload, user_command_step
 
@@ -31,21 +25,21 @@ class BenchWorkflow(Workflow):
 
     @classmethod
     def resolve(cls, ctx: Context, place: Placement) -> Workload:
-        cmd = require(ctx.request.bench_cmd, "bench_cmd", "bench")
-        args = parsed(cmd, parse_bench_cmd)
+        cmd = workloads.require(ctx.request.bench_cmd, "bench_cmd", "bench")
+        args = workloads.parsed(cmd, parse_bench_cmd)
         world = ctx.trace.chose(
             "required_devices", args.tp * args.pp, f"--tp {args.tp} x --pp {args.pp}"
         )
         source = args.model or args.model_path
         derived = model_name_from(source.value) if source else None
-        name = model_name(ctx, derived, "--model/--model_path of trtllm-bench")
-        gpn = gpus_per_node(ctx, place.cap)
+        name = workloads.model_name(ctx, derived, "--model/--model_path of trtllm-bench")
+        gpn = workloads.gpus_per_node(ctx, place.cap)
         if world > gpn:
             raise BuildError(
                 f"bench world size {world} (tp {args.tp} x pp {args.pp}) exceeds gpus_per_node "
                 f"{gpn}: multi-node trtllm-bench is not supported; lower --tp/--pp"
             )
-        shape = workload_shape(ctx, place.cap, "bench", 1, world)
+        shape = workloads.workload_shape(ctx, place.cap, "bench", 1, world)
         return Workload(cls(args.prep_cmd, args.run_cmd), name, world, 1, shape)
 
     def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:

@@ -43,6 +43,7 @@ from scriptbuilder.inputs.perf_config import (
 from scriptbuilder.inputs.shellwords import ShellSyntaxError, tokenize
 from scriptbuilder.inputs.tests import is_perf_sanity, parse_test_ids
 from scriptbuilder.resolution.context import Context
+from scriptbuilder.resolution.slurm_params import DEFAULT_TIME_LIMIT
 from scriptbuilder.resolution.workloads import Placement
 from scriptbuilder.script.plan import Step, TaskShape
 from scriptbuilder.workflows.base import Workflow, Workload
@@ -55,7 +56,6 @@ LAUNCH_SCRIPT_NAME = "slurm_launch.sh"
 LAUNCH_LOG_PATTERN = "slurm-%j.out"
 #: The full stdout/stderr of the submit.py run, kept in the local work dir.
 SUBMIT_LOG_NAME = "submit_py.log"
-DEFAULT_TIME_LIMIT = "02:00:00"
 #: How long submit.py may run before the build gives up on it.
 SUBMIT_TIMEOUT = 300.0
 #: The last lines of jenkins/scripts/perf/{aggregated,disaggregated}/slurm_launch_draft.sh
