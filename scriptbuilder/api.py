@@ -50,15 +50,13 @@ __all__ = [
 def load_request(data: Mapping[str, Any] | BuildRequest) -> BuildRequest:
     """``data`` checked by the request model; problems become one-line
     :class:`BuildError` messages naming the field."""
-    if type(data) is not dict:  # the model reads a plain dict (and never changes it)
-        if isinstance(data, BuildRequest):
-            return data
-        if not isinstance(data, Mapping):
-            raise BuildError(
-                f"a request must be a mapping of field names to values, got {type(data).__name__}"
-            )
-        data = dict(data)
-    return validated(BuildRequest, data, "request field", "fix its value")
+    if isinstance(data, BuildRequest):
+        return data
+    if not isinstance(data, Mapping):
+        raise BuildError(
+            f"a request must be a mapping of field names to values, got {type(data).__name__}"
+        )
+    return validated(BuildRequest, dict(data), "request field", "fix its value")
 
 
 def _load_env(ctx: Context) -> None:

@@ -145,11 +145,6 @@ def test_argv_needs_a_test_or_a_config(tmp_path: Path) -> None:
         submit_argv(request(tmp_path, config_file=None))
 
 
-def test_argv_refuses_empty_required_value(tmp_path: Path) -> None:
-    with pytest.raises(BuildError, match="--account"):
-        submit_argv(request(tmp_path, account=""))
-
-
 # --------------------------------------------------------------------------
 # Running the stand-in for real
 # --------------------------------------------------------------------------

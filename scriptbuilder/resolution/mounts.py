@@ -96,15 +96,9 @@ def resolve_home(ctx: Context) -> str:
 
 def resolve_project(ctx: Context) -> str:
     req = ctx.request
-    if ctx.is_remote:
-        if not req.remote_repo_path:
-            raise BuildError(
-                "remote_repo_path is required for remote_slurm (the checkout on the cluster); "
-                "pass the value trtllm-case-executor resolved"
-            )
-        return ctx.trace.chose(
-            "project", _absolute("remote_repo_path", req.remote_repo_path), "remote_repo_path input"
-        )
+    if ctx.is_remote:  # the request's checks made sure it is set
+        path = _absolute("remote_repo_path", req.remote_repo_path or "")
+        return ctx.trace.chose("project", path, "remote_repo_path input")
     if not req.repo_root:
         raise BuildError("repo_root is required: pass the TensorRT-LLM checkout folder")
     return ctx.trace.chose("project", _absolute("repo_root", req.repo_root), "repo_root input")

@@ -39,7 +39,7 @@ class BenchWorkflow(Workflow):
                 f"bench world size {world} (tp {args.tp} x pp {args.pp}) exceeds gpus_per_node "
                 f"{gpn}: multi-node trtllm-bench is not supported; lower --tp/--pp"
             )
-        shape = workloads.workload_shape(ctx, place.cap, "bench", 1, world)
+        shape = workloads.workload_shape(ctx, place.cap, cls.kind, 1, world)
         return Workload(cls(args.prep_cmd, args.run_cmd), name, world, 1, shape)
 
     def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:

@@ -108,7 +108,7 @@ class CustomWorkflow(Workflow):
             project_path=project,
             run_script=run_script,
         )
-        shape = workload_shape(ctx, place.cap, "custom", nodes, devices)
+        shape = workload_shape(ctx, place.cap, cls.kind, nodes, devices)
         return Workload(workflow, name, devices, nodes, shape)
 
     def extra_files(self) -> tuple[tuple[str, str], ...]:

@@ -112,7 +112,7 @@ class EvalWorkflow(Workflow):
         model = args.model
         if model and model.literal and is_hf_model_id(model.value):
             cmd = _rewrite_model(ctx, cmd, model, place.mounts)
-        shape = workload_shape(ctx, place.cap, "eval", 1, world)
+        shape = workload_shape(ctx, place.cap, cls.kind, 1, world)
         return Workload(cls(cmd), name, world, 1, shape)
 
     def install_body(self) -> tuple[Statement, ...]:

@@ -111,17 +111,10 @@ def submit_argv(req: SubmitRequest, python: str = sys.executable) -> list[str]:
             "perf-sanity needs a perf-sanity test id (test_cmd) or a config YAML"
             " (perf_config_yaml); pass one of them"
         )
-    required = (
-        ("--partition", req.partition),
-        ("--account", req.account),
-        ("--job-name", req.job_name),
-        ("--image", req.image),
-    )
-    for name, value in required:
-        if not value:
-            raise BuildError(f"submit.py needs {name}; it is empty in the request")
-    for name, value in required:
-        argv += _flag(name, value)
+    argv += _flag("--partition", req.partition)
+    argv += _flag("--account", req.account)
+    argv += _flag("--job-name", req.job_name)
+    argv += _flag("--image", req.image)
     argv += _flag("--mounts", req.mounts)
     argv += _flag("--work-dir", req.work_dir)
     argv += _flag("--llm-src", req.llm_src)
@@ -142,7 +135,6 @@ class PerfPreflight:
     server_name: str | None
     benchmark_mode: str | None
     topology: Topology
-    test_id: PerfTestId | None = None
 
 
 def submit_py_path(repo_root: str | os.PathLike[str]) -> Path:
@@ -257,7 +249,7 @@ def preflight(
             "perf-sanity needs a perf-sanity test id (test_cmd) or a config YAML"
             " (perf_config_yaml); pass one of them"
         )
-    return PerfPreflight(path, config, server, mode, topology(config, server, mode), test_id)
+    return PerfPreflight(path, config, server, mode, topology(config, server, mode))
 
 
 class Topology(NamedTuple):

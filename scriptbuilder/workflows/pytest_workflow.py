@@ -102,7 +102,7 @@ class PytestWorkflow(Workflow):
             )
         name = model_name(ctx, None, "")
         trace.chose("nodes/ntasks", "1/1", "pytest: single node, one task")
-        shape = workload_shape(ctx, cap, "pytest", 1, 1)
+        shape = workload_shape(ctx, cap, cls.kind, 1, 1)
         workflow = cls(test_cmd, workdir=workdir, visible_devices=visible)
         return Workload(workflow, name, devices, 1, shape, exact)
 
