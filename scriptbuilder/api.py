@@ -59,24 +59,38 @@ def load_request(data: Mapping[str, Any] | BuildRequest) -> BuildRequest:
     return validated(BuildRequest, dict(data), "request field", "fix its value")
 
 
-def _load_env(ctx: Context) -> None:
-    req = ctx.request
-    if not ctx.is_slurm:
-        return
-    path = req.slurm_env_file or posixpath.join(req.work_dir, "slurm_env.json")
-    ctx.slurm_env, ctx.slurm_env_raw = load_slurm_env(path)
-    ctx.trace.chose(
-        "slurm_env",
-        path,
-        "slurm_env_file" if req.slurm_env_file else "<work_dir>/slurm_env.json",
+def _context(
+    request: BuildRequest,
+    environ: Mapping[str, str] | None,
+    machine: Callable[[], str] | None,
+    env_info: EnvInfo | None,
+    clock: Callable[[], datetime] | None,
+    ssh: Runner | None,
+) -> Context:
+    """The build's inputs: the request (with the remote paths an earlier
+    job_spec.json holds), checked, and the Slurm environment."""
+    ctx = Context(
+        request=request, env_info=env_info, environ=os.environ if environ is None else environ
     )
-
-
-def _check_work_dir(req: BuildRequest) -> None:
-    if not req.work_dir.startswith("/"):
+    if machine is not None:
+        ctx.machine = machine
+    if clock is not None:
+        ctx.clock = clock
+    if ssh is not None:
+        ctx.ssh = ssh
+    if not request.work_dir.startswith("/"):
         raise BuildError(
-            f"work_dir must be an absolute path, got {req.work_dir!r}; pass an absolute path"
+            f"work_dir must be an absolute path, got {request.work_dir!r}; pass an absolute path"
         )
+    _read_earlier_job_spec(ctx)
+    _check_inputs(ctx.request)
+    if ctx.is_slurm:
+        req = ctx.request
+        path = req.slurm_env_file or posixpath.join(req.work_dir, "slurm_env.json")
+        ctx.slurm_env, ctx.slurm_env_raw = load_slurm_env(path)
+        rule = "slurm_env_file" if req.slurm_env_file else "<work_dir>/slurm_env.json"
+        ctx.trace.chose("slurm_env", path, rule)
+    return ctx
 
 
 def _read_earlier_job_spec(ctx: Context) -> None:
@@ -135,26 +149,8 @@ def build(
     files (slurm_env, an earlier job_spec.json, test files, properties) but writes
     nothing. ``ssh`` runs ``ssh HOST 'echo $HOME'`` when the remote home must be
     asked (see :mod:`scriptbuilder.inputs.remote_home`)."""
-    ctx = Context(
-        request=load_request(request),
-        env_info=env_info,
-        environ=os.environ if environ is None else environ,
-    )
-    if machine is not None:
-        ctx.machine = machine
-    if clock is not None:
-        ctx.clock = clock
-    if ssh is not None:
-        ctx.ssh = ssh
-    _check_work_dir(ctx.request)
-    _read_earlier_job_spec(ctx)
-    req = ctx.request
-    _check_inputs(req)
-    _load_env(ctx)
-    image = resolve_image(ctx)
-    mounts = resolve_mounts(
-        ctx, posixpath.dirname(req.custom_script) if req.custom_script else None
-    )
+    ctx = _context(load_request(request), environ, machine, env_info, clock, ssh)
+    image, mounts = resolve_image(ctx), resolve_mounts(ctx)
     route = choose_route(ctx, resolve_slurm_target(ctx) if ctx.is_slurm else None)
     return JobBuilder.job(ctx, route, image, mounts)
 

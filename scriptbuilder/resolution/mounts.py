@@ -140,7 +140,10 @@ def covered(path: str, sources: list[str]) -> bool:
     return any(path == s or path.startswith(s.rstrip("/") + "/") for s in sources)
 
 
-def resolve_mounts(ctx: Context, custom_script_dir: str | None = None) -> Mounts:
+def resolve_mounts(ctx: Context) -> Mounts:
+    """Home, project, models and, when no other mount holds it, custom_script's folder."""
+    custom_script = ctx.request.custom_script
+    custom_script_dir = posixpath.dirname(custom_script) if custom_script else None
     root = resolve_models_root(ctx)
     home = _check_mountable("home", resolve_home(ctx))
     project = _check_mountable("project", resolve_project(ctx))
