@@ -45,7 +45,6 @@ def test_aggregated_real_file() -> None:
         "gpt_oss_fp4_tp1_mtp0_1k1k",
         "gpt_oss_fp4_tp1_mtp0_8k1k",
     ]
-    assert cfg.accuracy_enabled is False
     assert cfg.raw["metadata"]["model_name"] == "gpt_oss_120b_fp4"
 
 
@@ -63,20 +62,11 @@ def test_aggregated_topology(server: str | None, devices: int, nodes: int) -> No
     assert topology(load_perf_config(AGGR), server, None) == (devices, nodes)
 
 
-def test_unknown_server_lists_known_names() -> None:
-    with pytest.raises(BuildError) as err:
-        topology(load_perf_config(AGGR), "nope", None)
-    message = str(err.value)
-    assert "nope" in message and "gpt_oss_fp4_tp2_mtp0_1k1k" in message and str(AGGR) in message
-    assert "\n" not in message
-
-
 def test_disaggregated_real_file() -> None:
     cfg = load_perf_config(DISAGG)
     assert cfg.gpus_per_node == 8
     assert cfg.disaggregated is True
     assert cfg.server_names == []
-    assert cfg.accuracy_enabled is False
     # worker_config.ctx tp4 (1 server) + worker_config.gen tp8 (1 server), 8 GPUs a node
     assert cfg.raw["worker_config"]["ctx"]["tensor_parallel_size"] == 4
     assert cfg.raw["worker_config"]["gen"]["tensor_parallel_size"] == 8
@@ -189,20 +179,15 @@ def test_load_errors(tmp_path: Path, content: str | None, fragment: str) -> None
 
 
 @pytest.mark.parametrize(
-    ("body", "disaggregated", "accuracy"),
+    ("body", "disaggregated"),
     [
-        ("hardware: {gpus_per_node: 8, num_ctx_servers: 1}\n", True, False),
-        ("hardware: {gpus_per_node: 8}\nworker_config: {ctx: {}}\n", True, False),
-        ("hardware: {gpus_per_node: 8}\nworker_config: {other: {}}\n", False, False),
-        ("hardware: {gpus_per_node: 8}\naccuracy: {enable_accuracy_test: true}\n", False, True),
-        ("hardware: {gpus_per_node: 8}\naccuracy: {enable_accuracy_test: 'True'}\n", False, True),
-        ("hardware: {gpus_per_node: 8}\naccuracy: {enable_accuracy_test: false}\n", False, False),
+        ("hardware: {gpus_per_node: 8, num_ctx_servers: 1}\n", True),
+        ("hardware: {gpus_per_node: 8}\nworker_config: {ctx: {}}\n", True),
+        ("hardware: {gpus_per_node: 8}\nworker_config: {other: {}}\n", False),
     ],
 )
-def test_flags(tmp_path: Path, body: str, disaggregated: bool, accuracy: bool) -> None:
-    cfg = load_perf_config(_yaml(tmp_path, body))
-    assert cfg.disaggregated is disaggregated
-    assert cfg.accuracy_enabled is accuracy
+def test_disaggregated(tmp_path: Path, body: str, disaggregated: bool) -> None:
+    assert load_perf_config(_yaml(tmp_path, body)).disaggregated is disaggregated
 
 
 # ---------------------------------------------------------------- accuracy variant
@@ -221,7 +206,7 @@ def test_derive_accuracy_config_real(base: Path, tmp_path: Path) -> None:
     assert list(derived) == list(original)  # key order kept
     out = tmp_path / "acc.yaml"
     out.write_text(text)
-    assert load_perf_config(out).accuracy_enabled is True
+    assert load_perf_config(out).raw["accuracy"]["enable_accuracy_test"] is True
 
 
 def test_derive_accuracy_keeps_other_accuracy_keys() -> None:

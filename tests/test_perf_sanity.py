@@ -340,7 +340,7 @@ def test_preflight_disaggregated() -> None:
 def test_preflight_test_list(repo: Path) -> None:
     test = f"perf/test_perf_sanity.py::test_e2e[disagg_upload-gen_only-{DISAGG_STEM}]"
     found = preflight(submit_py_path(repo), test_list=test, config_file="/ignored.yaml")
-    assert found.config_path == repo / "tests/scripts/perf-sanity/disaggregated" / DISAGG_YAML.name
+    assert found.config.path == repo / "tests/scripts/perf-sanity/disaggregated" / DISAGG_YAML.name
     assert found.benchmark_mode == "gen_only" and found.topology.nodes == 2
     agg = f"perf/test_perf_sanity.py::test_e2e[aggr-{AGG_YAML.stem}-gpt_oss_fp4_tp1_mtp0_8k1k]"
     assert preflight(submit_py_path(repo), test_list=agg).topology.devices == 1

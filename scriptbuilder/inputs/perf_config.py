@@ -27,7 +27,6 @@ class PerfConfig:
     gpus_per_node: int
     disaggregated: bool
     server_names: list[str]
-    accuracy_enabled: bool
     raw: dict[str, Any] = field(repr=False)
 
 
@@ -73,10 +72,7 @@ def load_perf_config(path: Path) -> PerfConfig:
         if isinstance(servers, list) and not disaggregated
         else []
     )
-    accuracy = data.get("accuracy")
-    flag = accuracy.get("enable_accuracy_test") if isinstance(accuracy, dict) else None
-    enabled = flag is True or (isinstance(flag, str) and flag.strip().lower() == "true")
-    return PerfConfig(path, gpn, disaggregated, names, enabled, data)
+    return PerfConfig(path, gpn, disaggregated, names, data)
 
 
 def derive_accuracy_config(base: Path) -> str:

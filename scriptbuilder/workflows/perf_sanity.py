@@ -130,7 +130,6 @@ def submit_argv(req: SubmitRequest, python: str = sys.executable) -> list[str]:
 class PerfPreflight:
     """What :func:`preflight` found: the config, what it runs and its size (for the report)."""
 
-    config_path: Path
     config: PerfConfig
     server_name: str | None
     benchmark_mode: str | None
@@ -249,7 +248,7 @@ def preflight(
             "perf-sanity needs a perf-sanity test id (test_cmd) or a config YAML"
             " (perf_config_yaml); pass one of them"
         )
-    return PerfPreflight(path, config, server, mode, topology(config, server, mode))
+    return PerfPreflight(config, server, mode, topology(config, server, mode))
 
 
 class Topology(NamedTuple):
@@ -302,11 +301,7 @@ def topology(config: PerfConfig, server_name: str | None, benchmark_mode: str | 
             server = _mapping(server, f"server_configs[{i}] is not a mapping", path)
             name = str(server.get("name", ""))
             sizes[name] = _size(server, f"server_configs[{name}]", path)
-        if server_name is not None and server_name not in sizes:
-            raise BuildError(
-                f"perf_config_yaml: {path}: no server_configs entry named {server_name!r}"
-                f" (known: {', '.join(sizes)}); use one of those names"
-            )
+        # preflight made sure a named server is in the config
         devices = sizes[server_name] if server_name is not None else max(sizes.values())
         return Topology(devices, math.ceil(devices / gpn))
     hardware = raw.get("hardware") or {}
@@ -409,7 +404,7 @@ def _benchmark_mode(ctx: Context, checked: PerfPreflight, test_list: str | None)
     if not checked.config.disaggregated:
         raise BuildError(
             f"perf_benchmark_mode {mode!r} applies to disaggregated configs, and "
-            f"{checked.config_path.name} is aggregated; drop perf_benchmark_mode"
+            f"{checked.config.path.name} is aggregated; drop perf_benchmark_mode"
         )
     return ctx.trace.chose("benchmark mode", mode, "perf_benchmark_mode input")
 
@@ -421,7 +416,7 @@ def _model_name(ctx: Context, checked: PerfPreflight) -> str:
     name = metadata.get("model_name") if isinstance(metadata, dict) else None
     if isinstance(name, str) and name:
         return ctx.trace.chose("model_name", name, "metadata.model_name of the config YAML")
-    return ctx.trace.chose("model_name", checked.config_path.stem, "config YAML file name")
+    return ctx.trace.chose("model_name", checked.config.path.stem, "config YAML file name")
 
 
 class PerfSanityWorkflow(Workflow):
@@ -488,10 +483,10 @@ class PerfSanityWorkflow(Workflow):
         model = eval_model or _model_name(ctx, checked)
         work_dir = Path(req.work_dir)
         derived: tuple[Path, str] | None = None
-        config_arg = None if test_list else str(checked.config_path)
+        config_arg = None if test_list else str(checked.config.path)
         if eval_model:
             derived_path = work_dir / f"{model}_accuracy.yaml"
-            derived = (derived_path, _accuracy_config(checked.config_path))
+            derived = (derived_path, _accuracy_config(checked.config.path))
             config_arg = str(derived_path)
             trace.chose(
                 "perf config",
