@@ -81,18 +81,14 @@ def directives(alloc: SlurmAllocation, warning: int | None) -> tuple[Directive, 
     return tuple(lines)
 
 
-_DASH_L = SrunOption("-l")
-_KILL_ON_BAD_EXIT = SrunOption("--kill-on-bad-exit", Word.of("1"))
-_CLEAR_MPI_ENV = ClearEnv(MPI_ENV_PREFIXES, MPI_ENV_KEEP)
-
-
 def _option(name: str, value: str) -> SrunOption:
     return SrunOption(name, Word.literal(value))
 
 
 def _step_script(step: Step) -> Word:
     """The ``bash -c`` argument of a step."""
-    body = (_CLEAR_MPI_ENV, *step.body) if step.clear_mpi_env else step.body
+    clear = ClearEnv(MPI_ENV_PREFIXES, MPI_ENV_KEEP)
+    body = (clear, *step.body) if step.clear_mpi_env else step.body
     return Word((ScriptText(body),))
 
 
@@ -102,31 +98,25 @@ def _container_options(container: Container) -> tuple[SrunOption, ...]:
         _option("--container-name", container.name),
         _option("--container-mounts", container.mounts),
         _option("--container-workdir", container.workdir),
-        _KILL_ON_BAD_EXIT,
+        SrunOption("--kill-on-bad-exit", Word.of("1")),
     )
 
 
 def _srun(step: Step, container_options: tuple[SrunOption, ...]) -> Srun:
     shape = step.shape
     options = [
-        _DASH_L,
+        SrunOption("-l"),
         _option("--nodes", str(shape.nodes)),
         _option("--ntasks", str(shape.ntasks)),
         _option("--ntasks-per-node", str(shape.ntasks_per_node)),
     ]
     if shape.mpi:
         options.append(_option("--mpi", shape.mpi))
-    payload = Command((_BASH, _DASH_C, _step_script(step), _STEP, *[to_word(a) for a in step.args]))
+    payload = Command.of("bash", "-c", _step_script(step), "step", *[to_word(a) for a in step.args])
     return Srun((*options, *container_options), payload, background=True)
 
 
-_BASH = Word.of("bash")
-_DASH_C = Word.of("-c")
-_STEP = Word.of("step")
-_STATUS_OK = Command.of("[", Word.of(Var(STATUS)), "-eq", "0", "]")
 _BLANK = Blank()
-_STATUS_ZERO = Assign(STATUS, Word.of("0"))
-_STATUS_FROM_STEP = Assign(STATUS, Word.of(Var("?")))
 _JOB_ID = Var("SLURM_JOB_ID", "")
 _DATE = Subst(Command.of("date"))
 
@@ -137,28 +127,22 @@ def _echo(*parts: str | Var | Subst) -> Run:
 
 _STARTED = _echo("Job ", _JOB_ID, " started at ", _DATE, " on ", Subst(Command.of("hostname")))
 _FINISHED = _echo("Job ", _JOB_ID, " finished at ", _DATE, " with exit code ", Var(STATUS))
-_EXIT = Exit(Word.of(Var(STATUS)))
-
-
-_STEP_PID_FROM_LAST = Assign(time_limit.STEP_PID, Word.of(Var("!")))
-_WAIT_FOR_STEP = Run(Command.of("wait", Word.of(Var(time_limit.STEP_PID))))
-_NO_STEP_PID = Assign(time_limit.STEP_PID, Word.of(""))
 
 
 def _step_block(step: Step, container_options: tuple[SrunOption, ...], banner: str) -> If:
     """Runs when every step before succeeded: names the step, prints its banner,
     runs it and keeps its exit code."""
     return If(
-        _STATUS_OK,
+        Command.of("[", Word.of(Var(STATUS)), "-eq", "0", "]"),
         (
             Comment(step.label),
             Assign(time_limit.STEP, Word.literal(step.label)),
             Run(Command.of("printf", PRINT_LINE, banner)),
             _srun(step, container_options),
-            _STEP_PID_FROM_LAST,
-            _WAIT_FOR_STEP,
-            _STATUS_FROM_STEP,
-            _NO_STEP_PID,
+            Assign(time_limit.STEP_PID, Word.of(Var("!"))),
+            Run(Command.of("wait", Word.of(Var(time_limit.STEP_PID)))),
+            Assign(STATUS, Word.of(Var("?"))),
+            Assign(time_limit.STEP_PID, Word.of("")),
         ),
     )
 
@@ -180,14 +164,14 @@ def job_body(
         text, warning = limit
         body += [_BLANK, *time_limit.handler(text, _FINISHED)]
         body += time_limit.timer(time_limit.limit_seconds(text), warning)
-    body += [_BLANK, _STARTED, _STATUS_ZERO]
+    body += [_BLANK, _STARTED, Assign(STATUS, Word.of("0"))]
     container_options = _container_options(container)
     for step in plan.steps:
         body += [_BLANK, _step_block(step, container_options, step_banner(step, secrets))]
     body.append(_BLANK)
     if limit is not None:
         body += [time_limit.IGNORE_WARNING, time_limit.STOP_TIMER]
-    body += [_FINISHED, _EXIT]
+    body += [_FINISHED, Exit(Word.of(Var(STATUS)))]
     return tuple(body)
 
 

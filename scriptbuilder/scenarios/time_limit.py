@@ -80,54 +80,49 @@ def _kill_quietly(name: str) -> If:
 STOP_TIMER = _kill_quietly(TIMER)
 
 
-_JOB_ID = Var("SLURM_JOB_ID", "")
-_DURING = Var(STEP, "setup")
-_TRAP = Trap((Run(Command.of(_HANDLER)),), (SIGNAL,))
-_HANDLER_REST = (
-    Assign("rc", Word.of(str(TIMEOUT_STATUS))),
-    _kill_quietly(STEP_PID),
-    STOP_TIMER,
-)
-
-
 def handler(time_limit: str, closing: Run) -> tuple[Statement, ...]:
     """The function the trap runs, and the trap itself."""
-    reached = Word.of("Job ", _JOB_ID, f" reached its time limit ({time_limit}) during ", _DURING)
-    body = (Run(Command.of("echo", reached)), *_HANDLER_REST, closing, Exit(Word.of(Var("rc"))))
-    return (Function(_HANDLER, body), _TRAP)
-
-
-#: The background timer: sleeps its first argument, then warns this shell.
-_TIMER_FUNCTION = Function(
-    _TIMER_FN,
-    (
-        Trap((Run(Command.of("kill", Word.of(Var("!")))), Exit(Word.of("0"))), ("TERM",)),
-        Run(Command.of("sleep", Word.of(Var("1"))), background=True),
-        Run(Command.of("wait", Word.of(Var("!")))),
-        Run(Command.of("kill", f"-{SIGNAL}", Word.of(Var("$")))),
-    ),
-)
-_END_TIME = Var("SLURM_JOB_END_TIME")
-_NOW = Subst(Command.of("date", "+%s"))
-_END_TIME_KNOWN = Command.of("[", "-n", Word.of(Var("SLURM_JOB_END_TIME", "")), "]")
-_START_TIMER = Run(
-    Command.of(_TIMER_FN, Word.of(Var("warn_in"))),
-    (Redirect("<", _DEV_NULL), Redirect(">", _DEV_NULL), Redirect("2>", _DEV_NULL)),
-    background=True,
-)
-_OUTSIDE_SBATCH = Command.of("[", Word.of(Var("ENVIRONMENT", "")), "!=", "BATCH", "]")
-_TIMER_PID = Assign(TIMER, Word.of(Var("!")))
+    during = Var(STEP, "setup")
+    reached = Word.of(
+        "Job ", Var("SLURM_JOB_ID", ""), f" reached its time limit ({time_limit}) during ", during
+    )
+    body = (
+        Run(Command.of("echo", reached)),
+        Assign("rc", Word.of(str(TIMEOUT_STATUS))),
+        _kill_quietly(STEP_PID),
+        STOP_TIMER,
+        closing,
+        Exit(Word.of(Var("rc"))),
+    )
+    return (Function(_HANDLER, body), Trap((Run(Command.of(_HANDLER)),), (SIGNAL,)))
 
 
 def timer(limit_seconds: int, warning: int) -> tuple[Statement, ...]:
     """Outside sbatch (``ENVIRONMENT`` is ``BATCH`` only there): a background timer
-    that sends the warning signal to this shell."""
+    that sends the warning signal to this shell (its function sleeps its first
+    argument, then signals)."""
+    function = Function(
+        _TIMER_FN,
+        (
+            Trap((Run(Command.of("kill", Word.of(Var("!")))), Exit(Word.of("0"))), ("TERM",)),
+            Run(Command.of("sleep", Word.of(Var("1"))), background=True),
+            Run(Command.of("wait", Word.of(Var("!")))),
+            Run(Command.of("kill", f"-{SIGNAL}", Word.of(Var("$")))),
+        ),
+    )
+    now = Subst(Command.of("date", "+%s"))
     delay = If(
-        _END_TIME_KNOWN,
-        (Assign("warn_in", Word.of(Difference(_END_TIME, (_NOW, warning)))),),
+        Command.of("[", "-n", Word.of(Var("SLURM_JOB_END_TIME", "")), "]"),
+        (Assign("warn_in", Word.of(Difference(Var("SLURM_JOB_END_TIME"), (now, warning)))),),
         (Assign("warn_in", Word.of(str(max(0, limit_seconds - warning)))),),
     )
-    return (_TIMER_FUNCTION, If(_OUTSIDE_SBATCH, (delay, _START_TIMER, _TIMER_PID)))
+    start = Run(
+        Command.of(_TIMER_FN, Word.of(Var("warn_in"))),
+        (Redirect("<", _DEV_NULL), Redirect(">", _DEV_NULL), Redirect("2>", _DEV_NULL)),
+        background=True,
+    )
+    outside_sbatch = Command.of("[", Word.of(Var("ENVIRONMENT", "")), "!=", "BATCH", "]")
+    return (function, If(outside_sbatch, (delay, start, Assign(TIMER, Word.of(Var("!"))))))
 
 
 def limit_seconds(time_limit: str) -> int:
