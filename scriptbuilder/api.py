@@ -151,8 +151,8 @@ def build(
     asked (see :mod:`scriptbuilder.inputs.remote_home`)."""
     ctx = _context(load_request(request), environ, machine, env_info, clock, ssh)
     image, mounts = resolve_image(ctx), resolve_mounts(ctx)
-    route = choose_route(ctx, resolve_slurm_target(ctx) if ctx.is_slurm else None)
-    return JobBuilder.job(ctx, route, image, mounts)
+    target = resolve_slurm_target(ctx) if ctx.is_slurm else None
+    return JobBuilder.job(ctx, choose_route(ctx, image, mounts, target))
 
 
 @dataclass(frozen=True)

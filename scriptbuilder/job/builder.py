@@ -59,16 +59,17 @@ class JobBuilder:
         return render(self.build())
 
     @staticmethod
-    def job(ctx: Context, route: Route, image: str, mounts: Mounts) -> BuiltJob:
+    def job(ctx: Context, route: Route) -> BuiltJob:
         """The job of ``ctx.request``: its workflow resolved on ``route``, met with
         the route's scenario."""
-        workload = route.resolve(ctx, image, mounts)
+        workload = route.resolve(ctx)
+        image, mounts, target = route.place.image, route.place.mounts, route.place.target
         if isinstance(workload.workflow, PerfSanityWorkflow):
-            assert route.target is not None  # the route sends only Slurm requests there
-            return _submit_job(ctx, image, route.target, workload, workload.workflow)
-        if route.target is None:
+            assert target is not None  # the route sends only Slurm requests there
+            return _submit_job(ctx, image, target, workload, workload.workflow)
+        if target is None:
             return _docker_job(ctx, image, mounts, workload)
-        return _slurm_job(ctx, image, mounts, route.target, workload)
+        return _slurm_job(ctx, image, mounts, target, workload)
 
 
 def render_report(spec: dict[str, Any], spec_path: str, script: str) -> str:

@@ -10,7 +10,7 @@ from scriptbuilder.errors import BuildError
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mounts import Mounts
 from scriptbuilder.resolution.slurm_params import SlurmTarget
-from scriptbuilder.resolution.workloads import Capacity, Placement
+from scriptbuilder.resolution.workloads import Placement
 from scriptbuilder.workflows.base import Workflow, Workload
 from scriptbuilder.workflows.bench import BenchWorkflow
 from scriptbuilder.workflows.custom import CustomWorkflow
@@ -32,27 +32,26 @@ WORKFLOWS: dict[str, type[Workflow]] = {
 
 @dataclass(frozen=True)
 class Route:
-    """The workflow and where it runs: ``target`` is None under Docker; with
-    ``eval_model`` set, an eval wider than one node runs as an accuracy
+    """The workflow and where it runs (``place.target`` is None under Docker);
+    with ``eval_model`` set, an eval wider than one node runs as an accuracy
     benchmark through submit.py."""
 
     workflow: type[Workflow]
-    target: SlurmTarget | None
-    cap: Capacity
+    place: Placement
     eval_model: str | None = None
 
-    def resolve(self, ctx: Context, image: str, mounts: Mounts) -> Workload:
-        """The workflow resolved against the image, the mounts and the target."""
-        place = Placement(image, mounts, self.target, self.cap)
+    def resolve(self, ctx: Context) -> Workload:
+        """The workflow resolved where it runs."""
         if self.eval_model is not None:
-            return PerfSanityWorkflow.resolve_run(ctx, place, self.eval_model)
-        return self.workflow.resolve(ctx, place)
+            return PerfSanityWorkflow.resolve_run(ctx, self.place, self.eval_model)
+        return self.workflow.resolve(ctx, self.place)
 
 
-def choose_route(ctx: Context, target: SlurmTarget | None) -> Route:
-    """From the validated request and the Slurm ``target`` (None under Docker)."""
+def choose_route(ctx: Context, image: str, mounts: Mounts, target: SlurmTarget | None) -> Route:
+    """From the validated request, the image and mounts, and the Slurm ``target``
+    (None under Docker)."""
     req = ctx.request
-    cap = Capacity.of(ctx, target)
+    place = Placement.of(ctx, image, mounts, target)
     workflow = (
         PerfSanityWorkflow if PerfSanityWorkflow.wanted(ctx) else WORKFLOWS[req.workflow_type]
     )
@@ -66,9 +65,9 @@ def choose_route(ctx: Context, target: SlurmTarget | None) -> Route:
             f"{what} needs Slurm (submit.py writes a Slurm launch script); use "
             "execution_scenario local_slurm or remote_slurm"
         )
-    wide = EvalWorkflow.wider_than_a_node(ctx, cap) if workflow is EvalWorkflow else None
+    wide = EvalWorkflow.wider_than_a_node(ctx, place) if workflow is EvalWorkflow else None
     if wide is None:
-        return Route(workflow, target, cap)
+        return Route(workflow, place)
     world, gpn = wide
     if target is None:
         raise BuildError(
@@ -81,4 +80,4 @@ def choose_route(ctx: Context, target: SlurmTarget | None) -> Route:
         f"eval world size {world} exceeds gpus_per_node {gpn}: "
         "running it as an accuracy benchmark through submit.py"
     )
-    return Route(PerfSanityWorkflow, target, cap, EvalWorkflow.fallback_model_name(ctx))
+    return Route(PerfSanityWorkflow, place, EvalWorkflow.fallback_model_name(ctx))

@@ -25,9 +25,14 @@ _MODEL_NAME = re.compile(r"[\w.-]*")
 
 
 @dataclass(frozen=True)
-class Capacity:
-    """GPUs per node of the target, and GPUs available (local_docker)."""
+class Placement:
+    """What a workflow resolves against: the image, the mounts, and the GPUs of
+    the Slurm partition ``target`` or, under Docker (``target`` None), of this
+    machine (``available``: GPUs visible)."""
 
+    image: str
+    mounts: Mounts
+    target: SlurmTarget | None
     gpus_per_node: int | None
     available: int | None
     mpi_plugin: str
@@ -35,28 +40,17 @@ class Capacity:
     allocates_gpus: bool = False
 
     @classmethod
-    def of(cls, ctx: Context, target: SlurmTarget | None) -> Capacity:
-        """The Slurm partition's, or (no ``target``) the local machine's."""
+    def of(cls, ctx: Context, image: str, mounts: Mounts, target: SlurmTarget | None) -> Placement:
         if target is None:
             check = ctx.request.env_check
-            return cls(check.gpus_per_node, check.available_gpus, "pmix")
-        return cls(target.gpus_per_node, None, target.mpi_plugin, target.gpu_gres)
+            return cls(image, mounts, None, check.gpus_per_node, check.available_gpus, "pmix")
+        gpn, plugin = target.gpus_per_node, target.mpi_plugin
+        return cls(image, mounts, target, gpn, None, plugin, target.gpu_gres)
 
 
-@dataclass(frozen=True)
-class Placement:
-    """What a workflow resolves against: the image, the mounts, the Slurm target
-    (None under Docker) and its capacity."""
-
-    image: str
-    mounts: Mounts
-    target: SlurmTarget | None
-    cap: Capacity
-
-
-def workload_shape(ctx: Context, cap: Capacity, kind: str, nodes: int, ntasks: int) -> TaskShape:
+def workload_shape(ctx: Context, place: Placement, kind: str, nodes: int, ntasks: int) -> TaskShape:
     """The workload's tasks over ``nodes`` and its ``--mpi`` (none outside Slurm)."""
-    mpi = step_mpi(kind, ntasks=ntasks, nodes=nodes, cluster=cap.mpi_plugin)
+    mpi = step_mpi(kind, ntasks=ntasks, nodes=nodes, cluster=place.mpi_plugin)
     if ctx.is_slurm:
         ctx.trace.chose("workload mpi", mpi, RULES[kind])
     return TaskShape(nodes, ntasks, ntasks // nodes, mpi if ctx.is_slurm else None)
@@ -104,10 +98,12 @@ def check_limit(devices: int, what: str) -> None:
         )
 
 
-def gpus_per_node(ctx: Context, cap: Capacity, override: int | None = None, flag: str = "") -> int:
+def gpus_per_node(
+    ctx: Context, place: Placement, override: int | None = None, flag: str = ""
+) -> int:
     if override is not None:
         return ctx.trace.chose("gpus_per_node", override, f"{flag} in the command")
-    if cap.gpus_per_node is None:
+    if place.gpus_per_node is None:
         where = (
             f"slurm_env partition {ctx.request.partition} has no gpus_per_node"
             if ctx.is_slurm
@@ -117,4 +113,4 @@ def gpus_per_node(ctx: Context, cap: Capacity, override: int | None = None, flag
             f"gpus_per_node is unknown ({where}); pass env_check.gpus_per_node "
             "or fix the Slurm probe output"
         )
-    return cap.gpus_per_node
+    return place.gpus_per_node

@@ -33,13 +33,13 @@ class BenchWorkflow(Workflow):
         source = args.model or args.model_path
         derived = model_name_from(source.value) if source else None
         name = workloads.model_name(ctx, derived, "--model/--model_path of trtllm-bench")
-        gpn = workloads.gpus_per_node(ctx, place.cap)
+        gpn = workloads.gpus_per_node(ctx, place)
         if world > gpn:
             raise BuildError(
                 f"bench world size {world} (tp {args.tp} x pp {args.pp}) exceeds gpus_per_node "
                 f"{gpn}: multi-node trtllm-bench is not supported; lower --tp/--pp"
             )
-        shape = workloads.workload_shape(ctx, place.cap, cls.kind, 1, world)
+        shape = workloads.workload_shape(ctx, place, cls.kind, 1, world)
         return Workload(cls(args.prep_cmd, args.run_cmd), name, world, 1, shape)
 
     def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:

@@ -89,7 +89,7 @@ class CustomWorkflow(Workflow):
             "required_devices input" if req.required_devices else "default",
         )
         check_limit(devices, "custom commands")
-        gpn = gpus_per_node(ctx, place.cap)
+        gpn = gpus_per_node(ctx, place)
         nodes = trace.chose(
             "node_count", math.ceil(devices / gpn), f"ceil({devices} / gpus_per_node {gpn})"
         )
@@ -108,7 +108,7 @@ class CustomWorkflow(Workflow):
             project_path=project,
             run_script=run_script,
         )
-        shape = workload_shape(ctx, place.cap, cls.kind, nodes, devices)
+        shape = workload_shape(ctx, place, cls.kind, nodes, devices)
         return Workload(workflow, name, devices, nodes, shape)
 
     def extra_files(self) -> tuple[tuple[str, str], ...]:

@@ -17,7 +17,6 @@ from scriptbuilder.inputs.model_lookup import find_model_dir
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mounts import Mounts
 from scriptbuilder.resolution.workloads import (
-    Capacity,
     Placement,
     gpus_per_node,
     model_name,
@@ -81,11 +80,11 @@ class EvalWorkflow(Workflow):
         return model_name(ctx, derived, "last component of --model")
 
     @classmethod
-    def wider_than_a_node(cls, ctx: Context, cap: Capacity) -> tuple[int, int] | None:
+    def wider_than_a_node(cls, ctx: Context, place: Placement) -> tuple[int, int] | None:
         """World size and GPUs per node, when the world does not fit on one node
         (such an eval runs as an accuracy benchmark through submit.py)."""
         _, args = cls._args(ctx)
-        world, gpn = args.tp_size * args.pp_size, args.gpus_per_node or cap.gpus_per_node
+        world, gpn = args.tp_size * args.pp_size, args.gpus_per_node or place.gpus_per_node
         return (world, gpn) if gpn is not None and world > gpn else None
 
     @classmethod
@@ -108,11 +107,11 @@ class EvalWorkflow(Workflow):
             f"--tp_size {args.tp_size} x --pp_size {args.pp_size}",
         )
         name = cls._model_name(ctx, args)
-        gpus_per_node(ctx, place.cap, args.gpus_per_node, "--gpus_per_node")
+        gpus_per_node(ctx, place, args.gpus_per_node, "--gpus_per_node")
         model = args.model
         if model and model.literal and is_hf_model_id(model.value):
             cmd = _rewrite_model(ctx, cmd, model, place.mounts)
-        shape = workload_shape(ctx, place.cap, cls.kind, 1, world)
+        shape = workload_shape(ctx, place, cls.kind, 1, world)
         return Workload(cls(cmd), name, world, 1, shape)
 
     def install_body(self) -> tuple[Statement, ...]:

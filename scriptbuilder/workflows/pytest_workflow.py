@@ -57,7 +57,7 @@ class PytestWorkflow(Workflow):
 
     @classmethod
     def resolve(cls, ctx: Context, place: Placement) -> Workload:
-        req, trace, cap, mounts = ctx.request, ctx.trace, place.cap, place.mounts
+        req, trace, mounts = ctx.request, ctx.trace, place.mounts
         test_cmd = require(req.test_cmd, "test_cmd", "pytest")
         found = inspect_tests(test_cmd, req.repo_root, mounts.project)
         for warning in found.warnings:
@@ -78,7 +78,7 @@ class PytestWorkflow(Workflow):
                 found.workdir_reason,
             )
         devices, exact = _devices(ctx, found)
-        limit = cap.gpus_per_node if ctx.is_slurm else cap.available
+        limit = place.gpus_per_node if ctx.is_slurm else place.available
         if limit is not None and devices > limit:
             where = f"partition {req.partition}" if ctx.is_slurm else "this machine"
             raise BuildError(
@@ -93,7 +93,7 @@ class PytestWorkflow(Workflow):
                 "pass node_count 1"
             )
         visible = None
-        if exact and not cap.allocates_gpus:
+        if exact and not place.allocates_gpus:
             visible = trace.chose(
                 "visible GPUs",
                 ",".join(str(i) for i in range(devices)),
@@ -102,7 +102,7 @@ class PytestWorkflow(Workflow):
             )
         name = model_name(ctx, None, "")
         trace.chose("nodes/ntasks", "1/1", "pytest: single node, one task")
-        shape = workload_shape(ctx, cap, cls.kind, 1, 1)
+        shape = workload_shape(ctx, place, cls.kind, 1, 1)
         workflow = cls(test_cmd, workdir=workdir, visible_devices=visible)
         return Workload(workflow, name, devices, 1, shape, exact)
 
