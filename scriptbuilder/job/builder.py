@@ -249,7 +249,7 @@ def _submit_job(
     ctx: Context, image: str, target: SlurmTarget, workload: Workload, workflow: PerfSanityWorkflow
 ) -> BuiltJob:
     """Category 4: submit.py writes the launch script when the job is written."""
-    req, plan, shape = ctx.request, workflow.submit, workload.shape
+    req, shape = ctx.request, workload.shape
     _check_counts(ctx, target, workload.node_count, workload.required_devices)
     gpn = shape.ntasks_per_node
     spec = _job_spec(
@@ -258,14 +258,16 @@ def _submit_job(
         image,
         workload,
         workflow_type=workflow.workflow_type,
-        script_path=str(plan.launch_sh),
-        script_name=plan.launch_sh.name,
+        script_path=str(workflow.launch_sh),
+        script_name=workflow.launch_sh.name,
         log_file_pattern=LAUNCH_LOG_PATTERN,
-        success_patterns=list(plan.success_patterns),
+        success_patterns=list(workflow.launch_success),
         extra_files=[],
         slurm_params=_slurm_params(target, shape, gpn, f"gpu:{gpn}" if target.gpu_gres else None),
     )
-    derived = plan.derived_config
+    derived = workflow.derived_config
     inputs = (OutputFile(str(derived[0]), derived[1], 0o644),) if derived else ()
-    submit = SubmitRun(plan.argv, Path(req.work_dir), plan.output_log, SUBMIT_TIMEOUT, inputs)
-    return _built(ctx, spec, str(plan.launch_sh), "", (), submit)
+    submit = SubmitRun(
+        workflow.argv, Path(req.work_dir), workflow.output_log, SUBMIT_TIMEOUT, inputs
+    )
+    return _built(ctx, spec, str(workflow.launch_sh), "", (), submit)

@@ -335,29 +335,6 @@ def topology(config: PerfConfig, server_name: str | None, benchmark_mode: str | 
     return Topology(devices, nodes)
 
 
-@dataclass(frozen=True)
-class SubmitPlan:
-    """A perf-sanity or benchmark run: the checkout's submit.py, run with ``argv``,
-    writes the launch script ``launch_sh`` (the builder makes no script tree)."""
-
-    argv: tuple[str, ...]
-    checked: PerfPreflight
-    #: A derived config to write before submit.py runs (eval fallback): path and text.
-    derived_config: tuple[Path, str] | None
-    launch_sh: Path
-    output_log: Path
-
-    @property
-    def success_patterns(self) -> tuple[str, ...]:
-        """The line TensorRT-LLM's launch script prints last on success: the
-        disaggregated one for disaggregated runs, else the aggregated one
-        (``ctx_only`` runs a disaggregated config on the aggregated path)."""
-        checked = self.checked
-        if checked.config.disaggregated and checked.benchmark_mode != "ctx_only":
-            return (DISAGG_SUCCESS,)
-        return (AGGR_SUCCESS,)
-
-
 # The orchestrator's form: ``pytest .../test_perf_sanity.py -v "test_e2e[aggr-...]"``.
 _BARE_CASE = re.compile(r"test_\w+\[[^\[\]]+\]")
 
@@ -419,9 +396,11 @@ def _model_name(ctx: Context, checked: PerfPreflight) -> str:
     return ctx.trace.chose("model_name", checked.config.path.stem, "config YAML file name")
 
 
+@dataclass(frozen=True)
 class PerfSanityWorkflow(Workflow):
-    """A perf-sanity test id or a config YAML run through submit.py (``plan``);
-    ``workflow_type`` is what the request asked for (``perf_sanity``,
+    """A perf-sanity test id or a config YAML: the checkout's submit.py, run with
+    ``argv``, writes the launch script ``launch_sh`` (the builder makes no script
+    tree). ``workflow_type`` is what the request asked for (``perf_sanity``,
     ``benchmark``, ``pytest`` for a perf-sanity test command, or ``eval`` for an
     eval wider than one node)."""
 
@@ -430,10 +409,24 @@ class PerfSanityWorkflow(Workflow):
     #: What the launch script's log says when it fails (its own lines start ``Error: ``).
     failure_patterns = ("FAILED", "Error", "AssertionError")
 
-    def __init__(self, submit: SubmitPlan, workflow_type: str, job_name: str) -> None:
-        self.submit = submit
-        self.workflow_type = workflow_type
-        self.name = job_name
+    workflow_type: str
+    name: str
+    argv: tuple[str, ...]
+    checked: PerfPreflight
+    #: A derived config to write before submit.py runs (eval fallback): path and text.
+    derived_config: tuple[Path, str] | None
+    launch_sh: Path
+    output_log: Path
+
+    @property
+    def launch_success(self) -> tuple[str, ...]:
+        """The line TensorRT-LLM's launch script prints last on success: the
+        disaggregated one for disaggregated runs, else the aggregated one
+        (``ctx_only`` runs a disaggregated config on the aggregated path)."""
+        checked = self.checked
+        if checked.config.disaggregated and checked.benchmark_mode != "ctx_only":
+            return (DISAGG_SUCCESS,)
+        return (AGGR_SUCCESS,)
 
     @staticmethod
     def wanted(ctx: Context) -> bool:
@@ -517,13 +510,20 @@ class PerfSanityWorkflow(Workflow):
         )
         argv = submit_argv(request)
         trace.chose("submit.py", " ".join(argv[1:2]), "repo_root/jenkins/scripts/perf/local")
-        plan = SubmitPlan(tuple(argv), checked, derived, launch_sh, work_dir / SUBMIT_LOG_NAME)
         devices, nodes = checked.topology
         gpn = checked.config.gpus_per_node
         trace.chose("devices/nodes", f"{devices}/{nodes}", "config YAML hardware and parallelism")
         # the cluster's resolved plugin, for the executors (submit.py picks its own)
         shape = TaskShape(nodes, nodes * gpn, gpn, target.mpi_plugin)
-        workflow = cls(plan, req.workflow_type, request.job_name)
+        workflow = cls(
+            req.workflow_type,
+            request.job_name,
+            tuple(argv),
+            checked,
+            derived,
+            launch_sh,
+            work_dir / SUBMIT_LOG_NAME,
+        )
         return Workload(workflow, model, devices, nodes, shape)
 
     def job_name(self, model_name: str) -> str:
