@@ -1,6 +1,6 @@
-"""The one place a scenario meets a workflow: the script tree of a job, and for
-a request its :class:`~scriptbuilder.outputs.built_job.BuiltJob` (the script or
-the submit.py run, ``job_spec.json`` (procedure Step 5) and the report (Step 6))."""
+"""The one place a scenario meets a workflow: a job's script tree and, for a
+request, its :class:`~scriptbuilder.outputs.built_job.BuiltJob`: the script or
+the submit.py run, ``job_spec.json`` (procedure Step 5) and the report (Step 6)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from scriptbuilder.inputs.command_check import check_counts
+from scriptbuilder.inputs.earlier_job_spec import JOB_SPEC
 from scriptbuilder.inputs.image_ref import docker_form
 from scriptbuilder.job.route import Route
 from scriptbuilder.outputs.built_job import BuiltJob, OutputFile, SubmitRun
@@ -35,7 +36,6 @@ from scriptbuilder.workflows.perf_sanity import (
 
 GENERATOR = f"scriptbuilder {__version__}"
 DOCKER_SCRIPT = "docker_cmd.sh"
-JOB_SPEC = "job_spec.json"
 
 
 @dataclass(frozen=True)
