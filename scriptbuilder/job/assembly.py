@@ -75,6 +75,7 @@ def _workload_fields(workload: Workload, image: str) -> dict[str, Any]:
         model_name=workload.model_name,
         docker_image=image,
         required_devices=workload.required_devices,
+        required_devices_source=workload.devices_source,
         node_count=workload.node_count,
         success_patterns=list(workflow.success_patterns),
         failure_patterns=list(workflow.failure_patterns),

@@ -39,6 +39,8 @@ class Workload:
     shape: TaskShape
     #: The tests run only with exactly ``required_devices`` GPUs visible.
     exact_devices: bool = False
+    #: Where ``required_devices`` came from (pytest: the deciding evidence).
+    devices_source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -114,23 +116,22 @@ def _check_limit(devices: int, what: str) -> None:
         )
 
 
-def _pytest_devices(ctx: Context, found: InspectResult) -> tuple[int, bool]:
+def _pytest_devices(ctx: Context, found: InspectResult) -> tuple[int, bool, str]:
     req, trace = ctx.request, ctx.trace
     if found.requirement is not None:
         need = found.requirement
+        for devices, piece in need.evidence:
+            trace.chose(
+                "GPU evidence", devices, piece + (" (decides)" if piece == need.source else "")
+            )
         devices = trace.chose("required_devices", need.devices, need.source)
         if need.exact:
             trace.chose("exact GPUs", devices, f"the test skips unless it sees exactly {devices}")
-        return devices, need.exact
+        return devices, need.exact, need.source
     if req.required_devices:
         given = trace.chose("required_devices", req.required_devices, "required_devices input")
-        return given, False
-    for name in found.guesses:
-        trace.warn(
-            f"{name} names its parallelism but declares no GPU count: 1 GPU is a guess; "
-            "pass required_devices"
-        )
-    return trace.chose("required_devices", 1, "default"), False
+        return given, False, "required_devices input"
+    return trace.chose("required_devices", 1, "default"), False, "default"
 
 
 def resolve_pytest(ctx: Context, cap: Capacity, mounts: Mounts) -> Workload:
@@ -156,7 +157,7 @@ def resolve_pytest(ctx: Context, cap: Capacity, mounts: Mounts) -> Workload:
             posixpath.join(mounts.project, found.workdir),
             found.workdir_reason,
         )
-    devices, exact = _pytest_devices(ctx, found)
+    devices, exact, source = _pytest_devices(ctx, found)
     limit = cap.gpus_per_node if ctx.is_slurm else cap.available
     if limit is not None and devices > limit:
         where = f"partition {req.partition}" if ctx.is_slurm else "this machine"
@@ -182,7 +183,7 @@ def resolve_pytest(ctx: Context, cap: Capacity, mounts: Mounts) -> Workload:
     trace.chose("nodes/ntasks", "1/1", "pytest: single node, one task")
     shape = _workload_shape(ctx, cap, "pytest", 1, 1)
     workflow = PytestWorkflow(test_cmd, workdir=workdir, visible_devices=visible)
-    return Workload(workflow, name, devices, 1, shape, exact)
+    return Workload(workflow, name, devices, 1, shape, exact, source)
 
 
 def _gpus_per_node(ctx: Context, cap: Capacity, override: int | None, flag: str) -> int:
