@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import runpy
-import shlex
 from pathlib import Path
 
 from scriptbuilder.inputs.tests import inspect_tests
@@ -37,7 +36,7 @@ def main() -> None:
         warned += got < need and bool(found.warnings)
         if args.verbose or got != need:
             mark = "ok  " if got == need else "OVER" if got > need else "LOW "
-            print(f"{mark} need {need} got {got}  {shlex.join([selector])}\n      <- {source}")
+            print(f"{mark} need {need} got {got}  {selector}\n      <- {source}")
             for warning in found.warnings:
                 print(f"      warning: {warning}")
     total = len(cases)

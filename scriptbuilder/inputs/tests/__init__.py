@@ -98,8 +98,8 @@ def _file_need(tid: TestId, path: str, walk: Walk, top: str | None) -> Found | N
     except OSError:
         walk.warnings.append(f"test file {tid.path} could not be read ({path})")
         return None
-    except (SyntaxError, ValueError) as exc:
-        walk.warnings.append(f"test file {tid.path} is not valid Python: {exc}")
+    except (SyntaxError, ValueError) as exc:  # ValueError: NUL bytes, or too large
+        walk.warnings.append(f"test file {tid.path}: {exc}")
         return None
     own = Walk(select=walk.select, keywords=walk.keywords)
     found = test_requirement(module, tid, own)

@@ -152,7 +152,10 @@ def _func_requirement(
         marked = names | m.mark_names(combo_marks, module)
         case_id = case if case is not None else _combo_id(combo) if combo else None
         item = {*words, *marked, f"{func.name}[{case_id}]" if case_id else func.name}
-        if (walk.select and not walk.select(marked)) or (walk.keywords and not walk.keywords(item)):
+        unknown = any(c.id is None for c in combo)  # -k cannot tell: the case counts
+        if (walk.select and not walk.select(marked)) or (
+            walk.keywords and not unknown and not walk.keywords(item)
+        ):
             continue
         walk.selected += 1
         where = f"{qual}[{case_id}]" if combo else qual

@@ -112,7 +112,7 @@ def read_module(path: str, top: str | None = None) -> TestModule:
     """The file at ``path`` (undecodable bytes replaced), with the conftest.py files
     from its folder up to ``top`` (the checkout; its own folder only when None)."""
     if os.path.getsize(path) > MAX_BYTES:
-        raise ValueError(f"larger than {MAX_BYTES >> 20} MB")
+        raise ValueError(f"larger than {MAX_BYTES >> 20} MB, not read")
     conftests: list[TestModule] = []
     folder = os.path.dirname(os.path.abspath(path))
     stop = os.path.abspath(top) if top else folder
