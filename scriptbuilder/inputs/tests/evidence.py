@@ -170,16 +170,8 @@ def body_hits(
             callee_name(c.func) == "skip" for c in _calls(stmt.body)
         ):
             for devices, exact in _needs(stmt.test, env, module):
-                shown = f"{'exactly' if exact else 'at least'} {devices}"
-                out.append(
-                    Hit(
-                        devices,
-                        f"guard `{ast.unparse(stmt.test)}` ({shown})",
-                        stmt.lineno,
-                        exact,
-                        where,
-                    )
-                )
+                label = f"guard `{ast.unparse(stmt.test)}` ({'exactly' if exact else 'at least'}"
+                out.append(Hit(devices, f"{label} {devices})", stmt.lineno, exact, where))
     for node in ast.walk(ast.Module(body=func.body, type_ignores=[])):
         n: int | None = None
         if isinstance(node, ast.Call):
