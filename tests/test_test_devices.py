@@ -56,7 +56,7 @@ RULES = [
     (f"pytest {MODS} -m 'gpu2 or gpu4'", 4, False, "gpu4"),
     (f"pytest -m 'not gpu8' {MODS}", 4, False, "gpu4"),
     (f"pytest -m gpu2 {MODS}", 2, False, "gpu2"),
-    (f"pytest -m gpu16 {MODS}", None, False, "carries marks matching -m 'gpu16'"),
+    (f"pytest -m gpu16 {MODS}", None, False, "matches the command's -m/-k"),
     (f"pytest -m gpu2 {MODS}/test_fused_moe_multi.py::test_moe_alltoall", 2, False, "gpu2"),
     # pytest.param marks and a guard on the other case
     (f"pytest '{MODS}/test_fused_moe_multi.py::test_moe_alltoall[1]'", 1, False,
@@ -79,12 +79,11 @@ def test_device_rules(cmd: str, devices: int | None, exact: bool, text: str) -> 
     )
 
 
-def test_parallelism_named_but_not_declared_is_a_guess() -> None:
+def test_parallelism_named_in_the_id_is_evidence() -> None:
     result = required_devices(f"pytest '{LL}::test_nothing_declared[tp8]'", ROOTS)
-    assert result.requirement is None
-    assert result.guesses == [f"{LL}::test_nothing_declared[tp8]"]
-    plain = required_devices(f"pytest {LL}::test_and_is_no_guard", ROOTS)
-    assert plain.guesses == []
+    assert result.requirement is not None and result.requirement.devices == 8
+    assert "case parameters tp_size=8" in result.requirement.source
+    assert any("case id 'tp8' labels" in text for _n, text in result.requirement.evidence)
 
 
 # (command, working directory the step needs, missing text or None)
@@ -203,10 +202,13 @@ def test_exact_count_without_gres_limits_the_visible_gpus(
     assert _choices(job)["visible GPUs"][0] == "0,1"
 
 
-def test_parallelism_guess_is_a_warning_of_the_build(build_env: BuildEnv) -> None:
+def test_job_spec_records_the_deciding_evidence(build_env: BuildEnv) -> None:
     job = build_env.build(build_env.request(test_cmd=f"pytest '{LL}::test_nothing_declared[tp8]'"))
-    assert any("1 GPU is a guess" in w for w in job.warnings)
-    given = build_env.request(
-        test_cmd=f"pytest '{LL}::test_nothing_declared[tp8]'", required_devices=8
-    )
-    assert not any("guess" in w for w in build_env.build(given).warnings)
+    spec = json.loads(job.job_spec_json)
+    assert spec["required_devices"] == 8
+    assert spec["required_devices_source"].startswith("case parameters tp_size=8 on TestLlama")
+    explained = [c.rule for c in job.trace.choices if c.field == "GPU evidence"]
+    assert [r for r in explained if r.endswith("(decides)")] == [
+        spec["required_devices_source"] + " (decides)"
+    ]
+    assert any("case id 'tp8' labels" in rule for rule in explained)

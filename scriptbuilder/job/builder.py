@@ -101,6 +101,7 @@ def _job_spec(ctx: Context, job_name: str, image: str, workload: Workload, **fie
         model_name=workload.model_name,
         docker_image=image,
         required_devices=workload.required_devices,
+        required_devices_source=workload.devices_source,
         node_count=workload.node_count,
         success_patterns=list(workflow.success_patterns),
         failure_patterns=list(workflow.failure_patterns),

@@ -58,6 +58,9 @@ class JobSpec(BaseModel):
     container_image: str = Field(description="The same image in Docker's REGISTRY/IMAGE form.")
     job_name: str = Field(description="The job's name (Slurm job name, container name).")
     required_devices: int
+    required_devices_source: str | None = Field(
+        None, description="What decided required_devices (pytest: the test's evidence)."
+    )
     total_required_devices: int = Field(description="GPUs in all (= required_devices).")
     required_devices_per_node: int
     node_count: int

@@ -91,6 +91,8 @@ class Workload:
     shape: TaskShape
     #: The tests run only with exactly ``required_devices`` GPUs visible.
     exact_devices: bool = False
+    #: Where ``required_devices`` came from (pytest: the deciding evidence).
+    devices_source: str | None = None
 
 
 class Workflow(ABC):

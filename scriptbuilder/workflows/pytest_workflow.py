@@ -21,23 +21,22 @@ from scriptbuilder.script.tree import Command, Export, Run, Statement, Word
 from scriptbuilder.workflows.base import Workflow, Workload, user_command_step
 
 
-def _devices(ctx: Context, found: InspectResult) -> tuple[int, bool]:
+def _devices(ctx: Context, found: InspectResult) -> tuple[int, bool, str]:
     req, trace = ctx.request, ctx.trace
     if found.requirement is not None:
         need = found.requirement
+        for devices, piece in need.evidence:
+            trace.chose(
+                "GPU evidence", devices, piece + (" (decides)" if piece == need.source else "")
+            )
         devices = trace.chose("required_devices", need.devices, need.source)
         if need.exact:
             trace.chose("exact GPUs", devices, f"the test skips unless it sees exactly {devices}")
-        return devices, need.exact
+        return devices, need.exact, need.source
     if req.required_devices:
         given = trace.chose("required_devices", req.required_devices, "required_devices input")
-        return given, False
-    for name in found.guesses:
-        trace.warn(
-            f"{name} names its parallelism but declares no GPU count: 1 GPU is a guess; "
-            "pass required_devices"
-        )
-    return trace.chose("required_devices", 1, "default"), False
+        return given, False, "required_devices input"
+    return trace.chose("required_devices", 1, "default"), False, "default"
 
 
 class PytestWorkflow(Workflow):
@@ -77,7 +76,7 @@ class PytestWorkflow(Workflow):
                 posixpath.join(mounts.project, found.workdir),
                 found.workdir_reason,
             )
-        devices, exact = _devices(ctx, found)
+        devices, exact, source = _devices(ctx, found)
         limit = place.gpus_per_node if ctx.is_slurm else place.available
         if limit is not None and devices > limit:
             where = f"partition {req.partition}" if ctx.is_slurm else "this machine"
@@ -104,7 +103,7 @@ class PytestWorkflow(Workflow):
         trace.chose("nodes/ntasks", "1/1", "pytest: single node, one task")
         shape = workload_shape(ctx, place, cls.kind, 1, 1)
         workflow = cls(test_cmd, workdir=workdir, visible_devices=visible)
-        return Workload(workflow, name, devices, 1, shape, exact)
+        return Workload(workflow, name, devices, 1, shape, exact, source)
 
     def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:
         step = user_command_step("run the tests", self.test_cmd, shape)

@@ -3,17 +3,18 @@ source (never imported).
 
 * :mod:`.selectors`: the test ids of a command line;
 * :mod:`.locate`: the directory from which pytest finds them;
-* :mod:`.outline`: a test file's module and classes, parsed only as far as needed;
-* :mod:`.marks`: device marks, parametrized cases and ``-m`` expressions;
-* :mod:`.guards`: device guards in a test's body;
-* :mod:`.devices`: the need of one selected test.
+* :mod:`.source`: a test file's module and classes, and its conftest.py files;
+* :mod:`.marks`: device marks, parametrized cases, ``-m`` and ``-k`` expressions;
+* :mod:`.evidence`: what the body, its helpers and the case say;
+* :mod:`.devices`: the need of one selected test;
+* :mod:`.testdb`: the CI stages (and their GPUs) that list a test.
 
 Beyond the file: a folder selector takes the largest need over its test
 files; a case id carrying ``gpus:N`` (or ``tp:N``, times ``pp:M``) labels, as
 generated perf tests do, needs that many GPUs when the source says nothing.
-Several selectors in one command: the largest need.  Files are read through
-:mod:`scriptbuilder.inputs.file_cache` (again only when their size or mtime
-changes).
+Several selectors in one command: the largest need.  When the source says
+nothing, the largest ``system_gpu_count`` of the test-db stages listing the
+test, with a warning; a need above every such stage is warned about too.
 """
 
 from __future__ import annotations
@@ -21,14 +22,13 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from scriptbuilder.inputs import file_cache
+from scriptbuilder.inputs.tests import testdb
 from scriptbuilder.inputs.tests.devices import Found, Walk, merge, test_requirement
 from scriptbuilder.inputs.tests.locate import STEP_DIRS, locate
-from scriptbuilder.inputs.tests.marks import mark_filter
-from scriptbuilder.inputs.tests.outline import read_module
+from scriptbuilder.inputs.tests.marks import keyword_filter, mark_filter
 from scriptbuilder.inputs.tests.selectors import (
     PytestCommand,
     TestId,
@@ -36,6 +36,7 @@ from scriptbuilder.inputs.tests.selectors import (
     parse_command,
     parse_test_ids,
 )
+from scriptbuilder.inputs.tests.source import read_module
 
 __all__ = [
     "STEP_DIRS",
@@ -51,7 +52,6 @@ __all__ = [
 _GPUS_LABEL = re.compile(r"(?<![\w.])gpus:(\d+)")
 _TP_LABEL = re.compile(r"(?<![\w.])tp:(\d+)")
 _PP_LABEL = re.compile(r"(?<![\w.])pp:(\d+)")
-_PARALLELISM = re.compile(r"(?<![A-Za-z])(?:tp|pp|ep|cp|dp)\d+")
 _TEST_FILE = re.compile(r"test_\w*\.py|\w+_test\.py")
 
 
@@ -61,6 +61,8 @@ class DeviceRequirement:
     source: str
     #: True when the tests run only with exactly ``devices`` GPUs visible.
     exact: bool = False
+    #: Every piece of evidence read: ``(devices, source)``, the deciding one included.
+    evidence: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass
@@ -73,8 +75,6 @@ class InspectResult:
     workdir_reason: str = ""
     #: One line per selector pytest would not find from the step's directory.
     missing: list[str] = field(default_factory=list)
-    #: Selectors naming parallelism (``tp8``...) for which nothing declares a count.
-    guesses: list[str] = field(default_factory=list)
 
 
 def _label_need(tid: TestId) -> Found | None:
@@ -91,83 +91,98 @@ def _label_need(tid: TestId) -> Found | None:
     return None
 
 
-def _file_need(tid: TestId, path: str, walk: Walk, expr: str | None) -> Found | None:
-    """What ``tid`` needs in the file at ``path``, counting the cases the ``-m``
-    expression ``expr`` selects (every case when None)."""
+def _file_need(tid: TestId, path: str, walk: Walk, top: str | None) -> Found | None:
+    """What ``tid`` needs in the file at ``path`` (conftest.py files read up to ``top``)."""
     try:
-        found, warnings, selected = file_cache.load(path, _file_lookup, tid, expr)
+        module = read_module(path, top)
     except OSError:
         walk.warnings.append(f"test file {tid.path} could not be read ({path})")
         return None
-    except (SyntaxError, ValueError) as exc:
-        walk.warnings.append(f"test file {tid.path} is not valid Python: {exc}")
+    except (SyntaxError, ValueError) as exc:  # ValueError: NUL bytes, or too large
+        walk.warnings.append(f"test file {tid.path}: {exc}")
         return None
-    walk.warnings.extend(warnings)
-    walk.selected += selected
-    return found
+    own = Walk(select=walk.select, keywords=walk.keywords)
+    found = test_requirement(module, tid, own)
+    walk.warnings.extend(own.warnings)
+    walk.selected += own.selected
+    walk.evidence += [replace(f, file=f.file or tid.path) for f in own.evidence]
+    return replace(found, file=found.file or tid.path) if found is not None else None
 
 
-def _file_lookup(
-    path: str, tid: TestId, expr: str | None
-) -> tuple[Found | None, tuple[str, ...], int]:
-    """The need of ``tid`` in the file, the lookup's warnings and how many cases
-    the ``-m`` filter selected: all read from the file alone, so kept by
-    :mod:`~scriptbuilder.inputs.file_cache` while the file is unchanged."""
-    module = file_cache.load(path, read_module)
-    walk = Walk(select=mark_filter(expr) if expr is not None else None)
-    found = test_requirement(module, tid, walk)
-    if found is not None:
-        found = replace(found, file=tid.path)
-    return found, tuple(walk.warnings), walk.selected
-
-
-def _folder_need(tid: TestId, path: str, walk: Walk, expr: str | None) -> Found | None:
+def _folder_need(tid: TestId, path: str, walk: Walk, top: str | None) -> Found | None:
     """The largest need over the test files below a folder (pytest's default names)."""
     found: Found | None = None
-    for top, dirs, files in os.walk(path):
+    for here, dirs, files in os.walk(path):
         dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")))
         for name in sorted(files):
             if _TEST_FILE.fullmatch(name):
-                rel = posixpath.join(tid.path, posixpath.relpath(posixpath.join(top, name), path))
+                rel = posixpath.join(tid.path, posixpath.relpath(posixpath.join(here, name), path))
                 sub = TestId(posixpath.normpath(rel))
-                need = _file_need(sub, posixpath.join(top, name), walk, expr)
-                found = merge(found, need, walk)
+                found = merge(found, _file_need(sub, posixpath.join(here, name), walk, top), walk)
     return found
 
 
+def _filters(cmd: PytestCommand, warnings: list[str]) -> Walk:
+    """A walk applying the command's last ``-m`` and ``-k`` (as pytest does)."""
+    walk = Walk(warnings=warnings)
+    for flag, exprs, make in (
+        ("-m", cmd.mark_exprs, mark_filter),
+        ("-k", cmd.keyword_exprs, keyword_filter),
+    ):
+        chosen = make(exprs[-1]) if exprs else None
+        if exprs and chosen is None:
+            warnings.append(f"{flag} {exprs[-1]!r} is not an expression read here; ignored")
+        walk.select, walk.keywords = (
+            (chosen, walk.keywords) if flag == "-m" else (walk.select, chosen)
+        )
+    return walk
+
+
 def _inspect(
-    cmd: PytestCommand, located: Iterable[tuple[TestId, str]], result: InspectResult
+    cmd: PytestCommand,
+    located: Iterable[tuple[TestId, str]],
+    result: InspectResult,
+    top: str | None,
 ) -> None:
-    select: Callable[[set[str]], bool] | None = None
-    expr = cmd.mark_exprs[-1] if cmd.mark_exprs else None  # pytest uses the last -m
-    if expr is not None:
-        select = mark_filter(expr)
-        if select is None:
-            result.warnings.append(f"-m {expr!r} is not a mark expression read here; ignored")
-    select_expr = expr if select is not None else None  # the lookups apply it themselves
     best: Found | None = None
-    walk = Walk(warnings=result.warnings)
+    walk = _filters(cmd, result.warnings)
     unmarked: list[TestId] = []
+    stages: list[testdb.Stage] = []
     for tid, path in located:
-        own = Walk()
-        if tid.folder:
-            need = _folder_need(tid, path, own, select_expr)
-        else:
-            need = _file_need(tid, path, own, select_expr)
+        own = Walk(select=walk.select, keywords=walk.keywords, evidence=walk.evidence)
+        need = (_folder_need if tid.folder else _file_need)(tid, path, own, top)
         walk.warnings.extend(own.warnings)
-        if select is not None and own.selected == 0:
-            walk.warnings.append(f"no test of {tid} carries marks matching -m {expr!r}")
+        if (walk.select or walk.keywords) and own.selected == 0:
+            walk.warnings.append(f"no test of {tid} matches the command's -m/-k expressions")
             continue
-        need = need or _label_need(tid)
+        if need is None and (need := _label_need(tid)) is not None:
+            walk.evidence.append(need)
+        listed = testdb.stages(top, tid) if top else []
+        stages += listed
         if need is None:
             unmarked.append(tid)
+        elif listed and need.devices > max(s.gpus for s in listed):
+            walk.warnings.append(
+                f"{tid} needs {need.devices} GPUs, more than every test-db stage listing it "
+                f"({', '.join(map(str, listed))})"
+            )
         best = merge(best, need, walk)
+    evidence = tuple(dict.fromkeys((f.devices, f.source()) for f in walk.evidence))
     if best is not None:
-        source = best.source() if best.lineno else f"{best.label} in the test id {best.where}"
-        result.requirement = DeviceRequirement(best.devices, source, best.exact)
-        return
-    result.warnings.extend(f"no GPU-count marker found for {tid}" for tid in unmarked)
-    result.guesses = [str(tid) for tid in unmarked if _PARALLELISM.search(str(tid))]
+        result.requirement = DeviceRequirement(best.devices, best.source(), best.exact, evidence)
+    if unmarked and stages:
+        stage = max(stages, key=lambda s: s.gpus)
+        if best is None or stage.gpus > best.devices:
+            source = f"test-db {stage}, which lists {', '.join(map(str, unmarked))}"
+            result.requirement = DeviceRequirement(
+                stage.gpus, source, False, (*evidence, (stage.gpus, source))
+            )
+        result.warnings.append(
+            f"the source of {', '.join(map(str, unmarked))} gives no GPU count; "
+            f"{stage.gpus} from test-db {stage}"
+        )
+    elif unmarked and best is None:
+        result.warnings.extend(f"no GPU-count marker found for {tid}" for tid in unmarked)
 
 
 def inspect_tests(test_cmd: str, repo_root: str | None, step_dir: str | None) -> InspectResult:
@@ -181,7 +196,12 @@ def inspect_tests(test_cmd: str, repo_root: str | None, step_dir: str | None) ->
     result.warnings.extend(located.warnings)
     result.missing = located.missing
     result.workdir, result.workdir_reason = located.workdir, located.reason
-    _inspect(cmd, [(tid, located.paths[tid]) for tid in cmd.ids if tid in located.paths], result)
+    _inspect(
+        cmd,
+        [(tid, located.paths[tid]) for tid in cmd.ids if tid in located.paths],
+        result,
+        repo_root,
+    )
     return result
 
 
@@ -223,5 +243,5 @@ def required_devices(
             result.warnings.append(f"test file {tid.path} not found under {tried}")
         else:
             located.append((tid, path))
-    _inspect(cmd, located, result)
+    _inspect(cmd, located, result, None)
     return result

@@ -1,22 +1,24 @@
 """How many GPUs one selected test (a case, a function, a class, a file) needs.
 
-For each case of a test (each combination of its parametrize decorators'
-cases), in this order of precedence:
+Each case of a test (each combination of its parametrize decorators' cases)
+needs the largest of what every piece of evidence says:
 
-1. device marks: the closest level that carries one wins: the case's
-   ``pytest.param(marks=...)`` > the function's decorators > its class
-   (decorators and class-body ``pytestmark``), then the class's in-file base
-   classes, then an enclosing class > the module ``pytestmark``.  Several
-   device marks on one level: the largest;
-2. device guards in the body, with the case's parameter values bound
-   (:mod:`.guards`); an exact-count guard makes the need exact.
+* device marks: the closest level that carries one: the case's
+  ``pytest.param(marks=...)`` > the function's decorators > its class
+  (decorators and class-body ``pytestmark``), then the class's in-file base
+  classes, then an enclosing class > the module ``pytestmark``.  Several
+  device marks on one level: the largest;
+* the body, the helpers it calls and the case's parameters and id, with the
+  case's values bound (:mod:`.evidence`); an exact-count guard makes the need
+  exact.
 
 Case ids join the parametrize decorators' id parts bottom decorator first,
 then the class's, then the module's, with ``-`` (pytest's order).  A selector
 naming a case takes the cases matching it; one naming no case (or a case that
 matches none, which adds a warning) takes the largest need over all cases; a
 class or a whole file, the largest over every test in it.  With a ``-m``
-expression, only the cases whose marks satisfy it count.
+expression, only the cases whose marks satisfy it count; with ``-k``, those
+whose names match it.
 """
 
 from __future__ import annotations
@@ -27,9 +29,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 from scriptbuilder.inputs.tests import marks as m
-from scriptbuilder.inputs.tests.guards import body_guard
-from scriptbuilder.inputs.tests.outline import FunctionNode, OutlineMiss, Scope, TestModule
+from scriptbuilder.inputs.tests.evidence import body_hits, case_hits
 from scriptbuilder.inputs.tests.selectors import TestId
+from scriptbuilder.inputs.tests.source import FunctionNode, Scope, TestModule
 
 #: Combinations of parametrize cases looked at per test, at most.
 _MAX_COMBOS = 512
@@ -44,20 +46,25 @@ class Found:
     where: str
     lineno: int
     exact: bool = False
-    #: The test file, as the selector names it.
+    #: The file, as the selector names it (or the conftest.py it was read from).
     file: str = ""
 
     def source(self) -> str:
+        if not self.lineno:
+            return f"{self.label} in the test id {self.where}"
         return f"{self.label} on {self.where} in {self.file}:{self.lineno}"
 
 
 @dataclass
 class Walk:
-    """What one lookup collects: warnings, and how many cases passed the ``-m`` filter."""
+    """What one lookup collects: warnings, every piece of evidence, and how many
+    cases passed the ``-m`` and ``-k`` filters (tests over mark names / keywords)."""
 
     warnings: list[str] = field(default_factory=list)
     select: Callable[[set[str]], bool] | None = None
+    keywords: Callable[[set[str]], bool] | None = None
     selected: int = 0
+    evidence: list[Found] = field(default_factory=list)
 
 
 def merge(a: Found | None, b: Found | None, walk: Walk) -> Found | None:
@@ -79,45 +86,26 @@ def merge(a: Found | None, b: Found | None, walk: Walk) -> Found | None:
 
 
 def _found(hit: m.Hit | None, where: str) -> Found | None:
-    return Found(hit.devices, hit.label, where, hit.lineno) if hit is not None else None
-
-
-def _mro(scope: Scope) -> Iterator[tuple[Scope, str]]:
-    """A class, then its base classes defined in the same file (breadth first)."""
-    seen = {id(scope)}
-    queue = [scope]
-    while queue:
-        item = queue.pop(0)
-        yield item, (item.qualname if item is scope else f"{item.qualname} (base of {scope.name})")
-        for base in item.bases:
-            if "." in base:
-                continue
-            found = item.parent.classes.get(base) if item.parent is not None else None
-            if found is None:
-                found = item.module.find_class(base)
-            if found is not None and id(found) not in seen:
-                seen.add(id(found))
-                queue.append(found)
+    return Found(hit.devices, hit.label, where, hit.lineno, hit.exact, hit.file) if hit else None
 
 
 def _levels(scope: Scope) -> Iterator[tuple[list[ast.expr], str]]:
     """Marks above a test, closest first: class (and bases), outer classes, module."""
     current: Scope | None = scope
     while current is not None and current.kind == "class":
-        for level, label in _mro(current):
-            yield level.marks, label
+        for level in current.mro():
+            yield (
+                level.marks,
+                level.qualname
+                if level is current
+                else f"{level.qualname} (base of {current.name})",
+            )
         current = current.parent
     yield scope.module.module_marks(), "module"
 
 
 def _find_func(scope: Scope, name: str) -> FunctionNode | None:
-    if scope.kind == "module":
-        return scope.module.find_func(name)
-    for level, _label in _mro(scope):
-        func = level.funcs.get(name)
-        if func is not None:
-            return func
-    return None
+    return next((f for level in scope.mro() if (f := level.funcs.get(name)) is not None), None)
 
 
 def _combo_id(combo: tuple[m.Case, ...]) -> str:
@@ -158,19 +146,26 @@ def _func_requirement(
         if not combos:
             combos = list(itertools.islice(itertools.product(*params), _MAX_COMBOS))
     found: Found | None = None
+    words = {display.rpartition("/")[2], *qual.split("::")}
     for combo in combos:
         combo_marks = [expr for c in combo for expr in c.marks]
-        if walk.select is not None and not walk.select(names | m.mark_names(combo_marks, module)):
+        marked = names | m.mark_names(combo_marks, module)
+        case_id = case if case is not None else _combo_id(combo) if combo else None
+        item = {*words, *marked, f"{func.name}[{case_id}]" if case_id else func.name}
+        unknown = any(c.id is None for c in combo)  # -k cannot tell: the case counts
+        if (walk.select and not walk.select(marked)) or (
+            walk.keywords and not unknown and not walk.keywords(item)
+        ):
             continue
         walk.selected += 1
-        where = f"{qual}[{case if case is not None else _combo_id(combo)}]" if combo else qual
+        where = f"{qual}[{case_id}]" if combo else qual
+        values = {name: value for c in combo for name, value in c.values.items()}
         need = _found(m.best(m.hits(combo_marks, module)), where) or inherited
-        if need is None:
-            values = {name: value for c in combo for name, value in c.values.items()}
-            guard = body_guard(func, values, module)
-            if guard is not None:
-                need = Found(guard.devices, guard.label, where, guard.lineno, guard.exact)
-        found = merge(found, need, walk)
+        hits = [*body_hits(func, values, module, owner), *case_hits(func, case_id, values, module)]
+        for piece in [need, *(_found(hit, where) for hit in hits)]:
+            if piece is not None:
+                walk.evidence.append(piece)
+                found = merge(found, piece, walk)
     return found
 
 
@@ -179,7 +174,7 @@ def _scope_requirement(scope: Scope, walk: Walk, display: str) -> Found | None:
     found: Found | None = None
     any_test = False
     seen: set[str] = set()
-    levels = [scope] if scope.kind == "module" else [level for level, _label in _mro(scope)]
+    levels = [scope] if scope.kind == "module" else list(scope.mro())
     for level in levels:
         for name, func in level.funcs.items():
             if name.startswith("test") and name not in seen:
@@ -198,11 +193,12 @@ def _scope_requirement(scope: Scope, walk: Walk, display: str) -> Found | None:
     return found
 
 
-def _requirement(module: TestModule, tid: TestId, walk: Walk) -> Found | None:
+def test_requirement(module: TestModule, tid: TestId, walk: Walk) -> Found | None:
+    """What ``tid`` needs in ``module``."""
     display = tid.path
     names = [*(tid.cls.split("::") if tid.cls else []), *([tid.func] if tid.func else [])]
     if not names:
-        return _scope_requirement(module.parse_whole(), walk, display)
+        return _scope_requirement(module.root, walk, display)
     scope = module.root
     for i, name in enumerate(names):
         last = i == len(names) - 1
@@ -211,8 +207,6 @@ def _requirement(module: TestModule, tid: TestId, walk: Walk) -> Found | None:
             return _func_requirement(scope, func, tid.case, walk, display)
         cls = module.find_class(name) if scope.kind == "module" else scope.classes.get(name)
         if cls is None:
-            if module.whole is None:
-                raise OutlineMiss(f"{name} not found")
             kind = "test" if last else "class"
             walk.warnings.append(
                 f"{kind} {name} not found in {display}; using the markers of "
@@ -225,20 +219,3 @@ def _requirement(module: TestModule, tid: TestId, walk: Walk) -> Found | None:
             return None
         scope = cls
     return _scope_requirement(scope, walk, display)
-
-
-def test_requirement(module: TestModule, tid: TestId, walk: Walk) -> Found | None:
-    """What ``tid`` needs in ``module``: outline first, the whole file when it cannot tell.
-
-    Raises SyntaxError when the file is not valid Python.
-    """
-    own = Walk(select=walk.select)
-    try:
-        found = _requirement(module, tid, own)
-    except OutlineMiss:
-        module.parse_whole()
-        own = Walk(select=walk.select)
-        found = _requirement(module, tid, own)
-    walk.warnings.extend(own.warnings)
-    walk.selected += own.selected
-    return found

@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from scriptbuilder.inputs.tests.outline import TestModule
+from scriptbuilder.inputs.tests.source import TestModule
 
 _GPU_MARK = re.compile(r"gpu(\d+)")
 _COUNT_FUNCS = frozenset({"device_count", "get_device_count"})
@@ -35,6 +35,9 @@ class Hit:
     devices: int
     label: str
     lineno: int
+    exact: bool = False
+    #: The file, when not the test's own (a conftest.py).
+    file: str = ""
 
 
 @dataclass
@@ -383,3 +386,33 @@ def mark_filter(expr: str) -> Callable[[set[str]], bool] | None:
     if not _mark_expr_ok(tree):
         return None
     return lambda names: _matches(tree, names)
+
+
+_KEYWORD_WORD = re.compile(r"\s*(\(|\)|[^\s()]+)")
+
+
+def keyword_filter(expr: str) -> Callable[[set[str]], bool] | None:
+    """pytest's ``-k`` expression as a test over a test's names (its function with
+    the case id, class, file and marks): each word matches a part of one of them,
+    case-insensitively; None when it is not of that form."""
+    words: list[str] = []
+    text = []
+    for token in _KEYWORD_WORD.findall(expr):
+        if token in ("(", ")", "and", "or", "not"):
+            text.append(token)
+        else:
+            text.append(f"_{len(words)}")
+            words.append(token.lower())
+    try:
+        tree = ast.parse(" ".join(text) or "_", mode="eval").body
+    except SyntaxError:
+        return None
+    if not _mark_expr_ok(tree) or not words:
+        return None
+
+    def match(names: set[str]) -> bool:
+        lowered = [name.lower() for name in names]
+        hits = {f"_{i}" for i, word in enumerate(words) if any(word in name for name in lowered)}
+        return _matches(tree, hits)
+
+    return match

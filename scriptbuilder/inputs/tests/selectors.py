@@ -91,6 +91,7 @@ class PytestCommand:
     ids: list[TestId] = field(default_factory=list)
     mark_exprs: list[str] = field(default_factory=list)
     has_cd: bool = False
+    keyword_exprs: list[str] = field(default_factory=list)
 
 
 def is_perf_sanity(test_cmd: str) -> bool:
@@ -151,6 +152,7 @@ def parse_command(test_cmd: str) -> PytestCommand:
     with_pytest = any(runs_pytest)
     found: list[TestId] = []
     mark_exprs: list[str] = []
+    keyword_exprs: list[str] = []
     cwd: str | None = None
     has_cd = False
     for words, is_pytest in zip(groups, runs_pytest, strict=True):
@@ -168,23 +170,23 @@ def parse_command(test_cmd: str) -> PytestCommand:
             if option is not None and (
                 option in _VALUE_OPTIONS or not word.partition("::")[0].endswith(".py")
             ):
-                if option == "-m" and after_pytest:
-                    mark_exprs.append(word)
+                if option in ("-m", "-k") and after_pytest:
+                    (mark_exprs if option == "-m" else keyword_exprs).append(word)
                 after_pytest = after_pytest or _is_pytest_word(word)
                 continue
             if _is_pytest_word(word) and not after_pytest:
                 after_pytest = True
                 continue
             if word.startswith("-") and word != "-":
-                if after_pytest and word.startswith("-m") and len(word) > 2:
-                    mark_exprs.append(word[2:])
+                if after_pytest and word[:2] in ("-m", "-k") and len(word) > 2:
+                    (mark_exprs if word[1] == "m" else keyword_exprs).append(word[2:])
                 elif _takes_value(word, after_pytest):
                     pending = word
                 continue
             tid = _parse_selector(word, cwd, folders=after_pytest)
             if tid is not None and tid not in found:
                 found.append(tid)
-    return PytestCommand(found, mark_exprs, has_cd)
+    return PytestCommand(found, mark_exprs, has_cd, keyword_exprs)
 
 
 def _takes_value(option: str, of_pytest: bool) -> bool:

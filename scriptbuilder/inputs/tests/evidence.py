@@ -1,0 +1,240 @@
+"""What a test says about its GPUs beyond its device marks.
+
+* Guards: ``if <device count compared with N>: skip`` at the top of the body
+  (after simple assignments such as ``world_size = tp * pp``); ``<``, ``<=``,
+  ``>``, ``>=`` give at least N, ``!=`` (and ``not ... ==``) exactly N; ``or``
+  takes every side, ``and`` only when its other sides hold for the case.
+* Launchers: a call that starts N ranks (``spawn(..., nprocs=N)``,
+  ``world_size=N``, an MPI pool of N workers), ``mpirun -n N`` or
+  ``--tp_size N`` (x ``--pp_size``) in a command (a string or a list of words).
+* Parallel sizes: ``tensor_parallel_size`` x ``pipeline_parallel_size`` x
+  ``context_parallel_size`` (or ``tp_size``...) passed to one call or written in
+  one dict.
+* Helpers: a call of a function of the module, of its conftest.py files or of
+  the test's class, its arguments bound, is read the same way (a few levels).
+* The case: parallel-size parameters (``tp_size`` x ``pp_size`` x ``cp_size``,
+  ``world_size``, ``gpu_count``...) and labels in the case id and the test's
+  name (``tp8``, ``tp2pp2``, ``_tp4``, ``ulysses4``, ``cfg2``, ``attn2d_2x2``,
+  ``4gpus``).
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from collections.abc import Iterator
+
+from scriptbuilder.inputs.tests.marks import Hit, callee_name, int_value, is_device_count
+from scriptbuilder.inputs.tests.source import FunctionNode, Scope, TestModule
+
+Env = dict[str, ast.expr]
+_SIZES = {"tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size"}
+_SIZES |= {"tp_size", "pp_size", "cp_size", "tp", "pp", "cp", "ulysses_size", "cfg_size"}
+_WORLD = {"world_size", "gpu_count", "num_gpus", "n_gpus", "nprocs", "mpi_pool_executor"}
+_POOL = {"max_workers", "n_workers", "num_workers"}  # of a callee named *mpi*
+_MPIRUN = re.compile(r"\bmpirun\b[^;&|]*?\s-(?:n|np)[\s=]+(\d+)")
+_FLAG = re.compile(r"--(tp|pp|cp)(?:_size)?[\s=]+(\d+)")
+_LABEL = re.compile(r"(?<![A-Za-z])(tp|pp|cp|ulysses|cfg|ring)_?(\d+)(?!\d)")
+_GRID = re.compile(r"(?<![A-Za-z])attn2d_(\d+)x(\d+)")
+_GPUS = re.compile(r"(?<![A-Za-z\d])(\d+)_?gpus?(?![A-Za-z])")
+_DEPTH = 3
+_FLIP = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE, ast.NotEq: ast.NotEq}
+_OPS = {ast.Eq: "__eq__", ast.NotEq: "__ne__", ast.Lt: "__lt__", ast.Gt: "__gt__"}
+
+
+def _value(node: ast.expr, env: Env) -> object:
+    """A constant, a bound name or a comparison of them; ``...`` when unknown."""
+    if isinstance(node, ast.Name) and isinstance(env.get(node.id), ast.Constant):
+        node = env[node.id]
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _value(node.operand, env)
+        return ... if inner is ... else not inner
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _OPS:
+        left, right = _value(node.left, env), _value(node.comparators[0], env)
+        if left is ... or right is ...:
+            return ...
+        return getattr(left, _OPS[type(node.ops[0])])(right)
+    return ...
+
+
+def _needs(
+    cond: ast.expr, env: Env, module: TestModule, negated: bool = False
+) -> list[tuple[int, bool]]:
+    """``(count, exact)`` needs for the test to run, from a skip condition."""
+    if isinstance(cond, ast.BoolOp) and not negated:
+        parts = [_needs(value, env, module) for value in cond.values]
+        if isinstance(cond.op, ast.Or):
+            return [need for part in parts for need in part]
+        rest = [v for v, part in zip(cond.values, parts, strict=True) if not part]
+        held = all(_value(v, env) is True for v in rest)
+        return [need for part in parts for need in part] if held and len(rest) < len(parts) else []
+    if isinstance(cond, ast.UnaryOp) and isinstance(cond.op, ast.Not):
+        return _needs(cond.operand, env, module, not negated)
+    if not isinstance(cond, ast.Compare) or len(cond.ops) != 1:
+        return []
+    op, left, right = type(cond.ops[0]), cond.left, cond.comparators[0]
+    counts = [
+        is_device_count(env.get(n.id, n) if isinstance(n, ast.Name) else n) for n in (left, right)
+    ]
+    if counts == [False, True]:
+        op, left, right = _FLIP.get(op, op), right, left
+    elif counts != [True, False]:
+        return []
+    n = int_value(right, module, env)
+    if n is None:
+        return []
+    if negated:  # "not (count == n)": skip unless exactly n
+        return [(n, True)] if op is ast.Eq else []
+    found = {ast.Lt: (n, False), ast.LtE: (n + 1, False), ast.NotEq: (n, True)}.get(op)
+    return [found] if found else []
+
+
+def _text(node: ast.expr, env: Env, module: TestModule) -> str | None:
+    """The words of a string, an f-string or a list of them (unknown parts as ``?``)."""
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, ast.JoinedStr):
+        parts = [
+            _text(v, env, module) if isinstance(v, ast.Constant) else None for v in node.values
+        ]
+        for i, v in enumerate(node.values):
+            if isinstance(v, ast.FormattedValue):
+                n = int_value(v.value, module, env)
+                parts[i] = str(n) if n is not None else "?"
+        return "".join(p or "" for p in parts)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        words = [_text(elt, env, module) for elt in node.elts]
+        return " ".join(w if w is not None else "?" for w in words)
+    return None
+
+
+def _product(pairs: Iterator[tuple[str, int | None]]) -> int | None:
+    """The product of the largest size of each kind, None when none is known."""
+    sizes: dict[str, int] = {}
+    for kind, n in pairs:
+        if n is not None and n >= 1:
+            sizes[kind] = max(sizes.get(kind, 1), n)
+    return math.prod(sizes.values()) if sizes else None
+
+
+def _bind(func: FunctionNode, call: ast.Call, env: Env, module: TestModule, method: bool) -> Env:
+    """The helper's parameters that take a known constant in ``call``."""
+    params = [*func.args.posonlyargs, *func.args.args][1 if method else 0 :]
+    defaults = dict(zip([p.arg for p in params][::-1], func.args.defaults[::-1], strict=False))
+    kw_defaults = zip(func.args.kwonlyargs, func.args.kw_defaults, strict=True)
+    defaults.update({p.arg: d for p, d in kw_defaults if d})
+    given = dict(zip((p.arg for p in params), call.args, strict=False))
+    given.update({kw.arg: kw.value for kw in call.keywords if kw.arg})
+    bound: Env = {}
+    for name, expr in {**defaults, **given}.items():
+        n = int_value(expr, module, env)
+        value = n if n is not None else _value(expr, env)
+        if isinstance(value, (str, int, float, bool)) and not isinstance(expr, ast.Starred):
+            bound[name] = ast.Constant(value)
+    return bound
+
+
+def _callee(
+    call: ast.Call, module: TestModule, owner: Scope | None
+) -> tuple[FunctionNode, TestModule, bool] | None:
+    func = call.func
+    if isinstance(func, ast.Name) and (found := module.helper(func.id)) is not None:
+        return (*found, False)
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and owner):
+        return None
+    if func.value.id in ("self", "cls", owner.name):
+        for level in owner.mro():
+            if (method := level.funcs.get(func.attr)) is not None:
+                return method, module, True
+    return None
+
+
+def body_hits(
+    func: FunctionNode, params: Env, module: TestModule, owner: Scope | None, depth: int = 0
+) -> list[Hit]:
+    """Every device need read from ``func``'s body with ``params`` bound (see the module doc)."""
+    env = dict(params)
+    out: list[Hit] = []
+    where = "" if owner is None or module is owner.module else module.filename
+    for stmt in func.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+        ):
+            env[stmt.targets[0].id] = stmt.value
+        elif isinstance(stmt, ast.If) and any(
+            callee_name(c.func) == "skip" for c in _calls(stmt.body)
+        ):
+            for devices, exact in _needs(stmt.test, env, module):
+                label = f"guard `{ast.unparse(stmt.test)}` ({'exactly' if exact else 'at least'}"
+                out.append(Hit(devices, f"{label} {devices})", stmt.lineno, exact, where))
+    for node in ast.walk(ast.Module(body=func.body, type_ignores=[])):
+        n: int | None = None
+        if isinstance(node, ast.Call):
+            name = (callee_name(node.func) or "").lower()
+            kws = {kw.arg: kw.value for kw in node.keywords if kw.arg}
+            n = _product((k, int_value(v, module, env)) for k, v in kws.items() if k in _SIZES)
+            ranks = (
+                {"world_size"}
+                | ({"nprocs"} if "spawn" in name else set())
+                | (_POOL if "mpi" in name else set())
+            )
+            for key in ranks & kws.keys():
+                n = max(n or 0, int_value(kws[key], module, env) or 0) or None
+            label = f"`{ast.unparse(node.func)}(...)` arguments"
+            target = _callee(node, module, owner) if depth < _DEPTH else None
+            if target is not None and target[0] is not func:
+                helper, home, method = target
+                out += body_hits(
+                    helper, _bind(helper, node, env, module, method), home, owner, depth + 1
+                )
+        elif isinstance(node, ast.Dict):
+            pairs = [
+                (k.value, v)
+                for k, v in zip(node.keys, node.values, strict=True)
+                if isinstance(k, ast.Constant)
+            ]
+            n = _product((str(k), int_value(v, module, env)) for k, v in pairs if k in _SIZES)
+            label = "parallel sizes in a dict"
+        elif isinstance(node, ast.expr) and (text := _text(node, env, module)) is not None:
+            label, n = f"command `{text[:60]}`", _command_size(text)
+        if n is not None and n >= 1:
+            out.append(Hit(n, label, getattr(node, "lineno", func.lineno), False, where))
+    return out
+
+
+def _command_size(text: str) -> int | None:
+    ranks = [int(m) for m in _MPIRUN.findall(text)]
+    flags = _product((k, int(v)) for k, v in _FLAG.findall(text))
+    return max([*ranks, flags or 0]) or None
+
+
+def _calls(body: list[ast.stmt]) -> Iterator[ast.Call]:
+    for stmt in body:
+        yield from (node for node in ast.walk(stmt) if isinstance(node, ast.Call))
+
+
+def case_hits(
+    func: FunctionNode, case_id: str | None, values: Env, module: TestModule
+) -> list[Hit]:
+    """Parallel sizes of the case's parameters, and labels of its id and the test's name."""
+    out: list[Hit] = []
+    known = {name: int_value(v, module, values) for name, v in values.items()}
+    size = _product((name.split("_")[0], n) for name, n in known.items() if name in _SIZES)
+    world = max([size or 0, *(n or 0 for name, n in known.items() if name in _WORLD)])
+    if world >= 1:
+        shown = ", ".join(f"{k}={n}" for k, n in known.items() if n and k in _SIZES | _WORLD)
+        out.append(Hit(world, f"case parameters {shown}", func.lineno))
+    for text, what in ((case_id, "case id"), (func.name, "test name")):
+        if not text:
+            continue
+        grid = [("attn2d", int(a) * int(b)) for a, b in _GRID.findall(text)]
+        n = _product(iter([*((k, int(v)) for k, v in _LABEL.findall(text)), *grid]))
+        n = max([n or 0, *(int(g) for g in _GPUS.findall(text))])
+        if n >= 1:
+            out.append(Hit(n, f"{what} {text!r} labels", func.lineno))
+    return out

@@ -1,0 +1,59 @@
+"""Where TensorRT-LLM's CI runs a test: the stages of the test-db lists
+(``tests/integration/test_lists/test-db/*.yml`` in the checkout) that list it,
+and their ``system_gpu_count``."""
+
+from __future__ import annotations
+
+import glob
+import os
+import posixpath
+from dataclasses import dataclass
+
+import yaml
+
+from scriptbuilder.inputs.tests.selectors import TestId
+
+LISTS = "tests/integration/test_lists/test-db"
+_HOMES = ("tests/integration/defs/", "tests/")
+
+
+@dataclass(frozen=True)
+class Stage:
+    list_name: str
+    number: int
+    gpus: int
+
+    def __str__(self) -> str:
+        return f"{self.list_name} stage {self.number} (system_gpu_count {self.gpus})"
+
+
+def _name(tid: TestId) -> str:
+    """The selector as the lists write it (relative to tests/integration/defs or tests)."""
+    name = posixpath.normpath(posixpath.join(tid.cwd or "", str(tid)))
+    return next((name[len(h) :] for h in _HOMES if name.startswith(h)), name)
+
+
+def _covers(entry: str, name: str) -> bool:
+    short, long = sorted((entry, name), key=len)
+    return long == short or (long.startswith(short) and long[len(short)] in ":[/")
+
+
+def stages(repo_root: str, tid: TestId) -> list[Stage]:
+    """The stages listing ``tid`` (or a test inside it, or the selector holding it)."""
+    name = _name(tid)
+    found = []
+    for path in sorted(glob.glob(os.path.join(repo_root, LISTS, "*.yml"))):
+        try:
+            with open(path, encoding="utf-8") as file:
+                doc = yaml.safe_load(file)
+        except (OSError, yaml.YAMLError):
+            continue
+        for blocks in doc.values() if isinstance(doc, dict) else ():
+            for number, block in enumerate(blocks if isinstance(blocks, list) else (), 1):
+                block = block if isinstance(block, dict) else {}
+                ranges = (block.get("condition") or {}).get("ranges") or {}
+                gpus = (ranges.get("system_gpu_count") or {}).get("gte")
+                entries = [str(t).split()[0] for t in block.get("tests") or () if str(t).strip()]
+                if isinstance(gpus, int) and any(_covers(e, name) for e in entries):
+                    found.append(Stage(os.path.basename(path), number, gpus))
+    return found
