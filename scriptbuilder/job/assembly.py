@@ -14,7 +14,7 @@ from scriptbuilder.inputs.image_ref import docker_form
 from scriptbuilder.job.builder import JobBuilder
 from scriptbuilder.job.plan import Container, SlurmAllocation, TaskShape
 from scriptbuilder.outputs.built_job import BuiltJob, OutputFile, SubmitRun
-from scriptbuilder.outputs.job_spec import job_spec_for, job_spec_json
+from scriptbuilder.outputs.job_spec import job_spec_for, job_spec_json, with_hashes
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mounts import Mounts
 from scriptbuilder.resolution.perf import SUBMIT_TIMEOUT, SubmitPlan, topology_of
@@ -113,7 +113,7 @@ def _built(
 ) -> BuiltJob:
     """The BuiltJob, with job_spec.json after the other files; job_spec.json, the
     report and the warnings show the request's ``secrets`` as ``***``."""
-    spec = mask_data(spec, secrets)
+    spec = with_hashes(mask_data(spec, secrets), script_path, {f.path: f.text for f in files})
     spec_path = posixpath.join(ctx.request.work_dir, JOB_SPEC)
     spec_text = job_spec_json(spec)
     trace = ctx.trace.record()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from scriptbuilder.errors import BuildError
-from scriptbuilder.inputs.file_cache import load
 from scriptbuilder.inputs.image_ref import enroot_problem, parse_image
 from scriptbuilder.inputs.image_tags import (
     ARCH_KEYS,
@@ -113,7 +112,7 @@ def _chosen_image(ctx: Context) -> str:
             f"container_image: no properties key for architecture {arch!r} "
             f"(known: {', '.join(ARCH_KEYS)}); pass container_image"
         )
-    image = image_for_arch(load(props_file, read_properties), arch)
+    image = image_for_arch(read_properties(props_file), arch)
     if not image:
         raise BuildError(f"container_image: {props_file} has no {key}= line; pass container_image")
     return ctx.trace.chose("docker_image", image, f"{key} in {props_file}")

@@ -6,7 +6,6 @@ from dataclasses import KW_ONLY, dataclass
 from functools import cache
 from pathlib import Path
 
-from scriptbuilder.inputs.file_cache import load
 from scriptbuilder.job.plan import Step, TaskShape
 from scriptbuilder.resolution.mpi import clears_mpi_env
 from scriptbuilder.script.tree import Command, Run, Statement, Var
@@ -23,13 +22,9 @@ def packaged_run_script_path() -> Path:
     return Path(__file__).resolve().parent.parent / "data" / RUN_SCRIPT_NAME
 
 
-def _read_text(path: str) -> str:
-    return Path(path).read_text(encoding="utf-8")
-
-
 def packaged_run_script() -> str:
     """The packaged run script's text."""
-    return load(packaged_run_script_path(), _read_text)
+    return packaged_run_script_path().read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)

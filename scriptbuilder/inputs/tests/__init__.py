@@ -11,9 +11,7 @@ source (never imported).
 Beyond the file: a folder selector takes the largest need over its test
 files; a case id carrying ``gpus:N`` (or ``tp:N``, times ``pp:M``) labels, as
 generated perf tests do, needs that many GPUs when the source says nothing.
-Several selectors in one command: the largest need.  Files are read through
-:mod:`scriptbuilder.inputs.file_cache` (again only when their size or mtime
-changes).
+Several selectors in one command: the largest need.
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from scriptbuilder.inputs import file_cache
 from scriptbuilder.inputs.tests.devices import Found, Walk, merge, test_requirement
 from scriptbuilder.inputs.tests.locate import STEP_DIRS, locate
 from scriptbuilder.inputs.tests.marks import mark_filter
@@ -95,7 +92,7 @@ def _file_need(tid: TestId, path: str, walk: Walk, expr: str | None) -> Found | 
     """What ``tid`` needs in the file at ``path``, counting the cases the ``-m``
     expression ``expr`` selects (every case when None)."""
     try:
-        found, warnings, selected = file_cache.load(path, _file_lookup, tid, expr)
+        found, warnings, selected = _file_lookup(path, tid, expr)
     except OSError:
         walk.warnings.append(f"test file {tid.path} could not be read ({path})")
         return None
@@ -111,9 +108,8 @@ def _file_lookup(
     path: str, tid: TestId, expr: str | None
 ) -> tuple[Found | None, tuple[str, ...], int]:
     """The need of ``tid`` in the file, the lookup's warnings and how many cases
-    the ``-m`` filter selected: all read from the file alone, so kept by
-    :mod:`~scriptbuilder.inputs.file_cache` while the file is unchanged."""
-    module = file_cache.load(path, read_module)
+    the ``-m`` filter selected."""
+    module = read_module(path)
     walk = Walk(select=mark_filter(expr) if expr is not None else None)
     found = test_requirement(module, tid, walk)
     if found is not None:

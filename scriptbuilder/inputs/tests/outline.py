@@ -281,6 +281,6 @@ class TestModule:
 
 
 def read_module(path: str) -> TestModule:
-    """A test file (undecodable bytes replaced); see :mod:`scriptbuilder.inputs.file_cache`."""
+    """A test file (undecodable bytes replaced)."""
     with open(path, encoding="utf-8", errors="replace") as file:
         return TestModule(file.read(), path)
