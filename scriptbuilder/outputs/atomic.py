@@ -19,6 +19,7 @@ import errno
 import fcntl
 import os
 import re
+from collections.abc import Iterator
 
 from scriptbuilder.errors import BuildError
 
@@ -44,16 +45,12 @@ def stage(path: str, data: str | bytes, mode: int = 0o644) -> str:
     """Write ``data`` (text as UTF-8) to the temporary file of ``path`` and flush
     it to disk; returns its name (removed again when writing fails)."""
     tmp = temp_path(path)
-    view = memoryview(data.encode("utf-8") if isinstance(data, str) else data)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fchmod(fd, mode)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        with open(tmp, "wb") as file:
+            os.fchmod(file.fileno(), mode)
+            file.write(data.encode("utf-8") if isinstance(data, str) else data)
+            file.flush()
+            os.fsync(file.fileno())
     except BaseException:
         _unlink(tmp)
         raise
@@ -73,52 +70,38 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes, mode: int = 0o
         raise
 
 
-def sync_folder(folder: str) -> None:
-    """Flush ``folder``'s entries (the renames into it) to disk."""
-    fd = os.open(folder, os.O_RDONLY)
+def _stale(entry: str) -> bool:
+    """True for a temporary file of a process that is gone (or of this one: under
+    the lock, none of its own is in use)."""
+    match = _TEMP.match(entry)
+    if match is None or int(match[1]) == os.getpid():
+        return match is not None
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():  # under the lock: none of this process's is in use
-        return False
-    try:
-        os.kill(pid, 0)
+        os.kill(int(match[1]), 0)
     except ProcessLookupError:
-        return False
-    except PermissionError:
         return True
-    return True
+    except PermissionError:  # another user's
+        pass
+    return False
 
 
 def _plain_files(work_dir: str, state: str) -> None:
     """The earlier layout turned into plain files: every link into
-    ``.scriptbuilder`` replaced by a copy of what it shows (or removed when it
-    shows nothing), then its generation folders, links and lock file removed."""
-    for entry in os.listdir(work_dir):
-        path = os.path.join(work_dir, entry)
-        if not os.path.islink(path) or not os.readlink(path).startswith(_OLD_STATE + "/"):
-            continue
-        try:
-            with open(path, "rb") as file:
-                data, mode = file.read(), os.fstat(file.fileno()).st_mode & 0o7777
-        except FileNotFoundError:
-            _unlink(path)
-        else:
-            write_atomic(path, data, mode)
+    ``.scriptbuilder`` replaced by a copy of what it shows (removed when it shows
+    nothing), then ``.scriptbuilder`` removed."""
     import shutil  # only here: the drop-in imports this module on every call
 
-    for entry in os.listdir(state):
-        path = os.path.join(state, entry)
-        if entry.startswith("gen-") and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        elif entry in ("current", "lock") or _TEMP.match(entry):
-            _unlink(path)
-    with contextlib.suppress(OSError):  # kept when another tool put files there
-        os.rmdir(state)
+    for entry in os.listdir(work_dir):
+        path = os.path.join(work_dir, entry)
+        if os.path.islink(path) and os.readlink(path).startswith(_OLD_STATE + "/"):
+            try:
+                with open(path, "rb") as file:
+                    data, mode = file.read(), os.fstat(file.fileno()).st_mode & 0o7777
+            except FileNotFoundError:
+                _unlink(path)
+            else:
+                write_atomic(path, data, mode)
+    shutil.rmtree(state)
 
 
 def tidy(work_dir: str) -> None:
@@ -127,8 +110,7 @@ def tidy(work_dir: str) -> None:
     if os.path.isdir(state):
         _plain_files(work_dir, state)
     for entry in os.listdir(work_dir):
-        match = _TEMP.match(entry)
-        if match is not None and not _pid_alive(int(match[1])):
+        if _stale(entry):
             _unlink(os.path.join(work_dir, entry))
 
 
@@ -159,22 +141,74 @@ _UNUSABLE = frozenset(
     getattr(errno, name)
     for name in ["ENOENT", "ENOTDIR", "EISDIR", "EEXIST", "EACCES", "EPERM", "EROFS"]
 )
+_FIXES = {errno.ENOSPC: "free space", errno.EDQUOT: "free space", errno.ENOENT: "create {}"}
+_FIXES.update(dict.fromkeys((errno.EACCES, errno.EPERM, errno.EROFS), "make {} writable"))
 
 
 def write_error(exc: OSError, what: str, label: str, folder: str, fix: str = "") -> WriteError:
     """``cannot <what> <label> <folder>: <reason>; <fix> or choose another <label>``."""
-    if not fix:
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            fix = "free space"
-        elif exc.errno in (errno.ENOENT, errno.ENOTDIR):
-            fix = f"create {folder}"
-        elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-            fix = f"make {folder} writable"
-        else:
-            fix = f"check {folder}"
+    fix = fix or _FIXES.get(exc.errno or 0, "check {}").format(folder)
     reason = exc.strerror or str(exc)
     error = WriteError(f"cannot {what} {label} {folder}: {reason}; {fix} or choose another {label}")
     error.errno = exc.errno
     if exc.errno in _UNUSABLE:
         error.exit_code = 2
     return error
+
+
+@contextlib.contextmanager
+def publishing(work_dir: str) -> Iterator[Publication]:
+    """Create ``work_dir`` (its parent must exist) and hold its lock while the
+    block stages files (see :class:`Publication`); then rename them into place
+    in the order staged. When the block fails nothing is renamed; either way no
+    temporary file is left. An OS error becomes a :class:`WriteError` naming the
+    file being written."""
+    try:
+        os.mkdir(work_dir, 0o755)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        parent = os.path.dirname(work_dir)
+        fix = {errno.ENOENT: f"create {parent}", errno.ENOTDIR: f"make {parent} a folder"}
+        raise write_error(
+            exc, "create", "work_dir", work_dir, fix.get(exc.errno or 0, "")
+        ) from None
+    files = Publication()
+    try:
+        fd = lock(work_dir)
+        try:
+            yield files
+            for tmp, path in files.staged:
+                files.name = os.path.basename(path)
+                os.replace(tmp, path)
+            folder = os.open(work_dir, os.O_RDONLY)  # the renames, on disk too
+            os.fsync(folder)
+            os.close(folder)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise write_error(exc, f"write {files.name} into", "work_dir", work_dir) from None
+    finally:
+        for tmp, _ in files.staged:
+            _unlink(tmp)
+
+
+class Publication:
+    """The files of one build: each staged (written to its temporary file and
+    flushed to disk) by :meth:`stage`, renamed into place by :func:`publishing`."""
+
+    def __init__(self) -> None:
+        self.staged: list[tuple[str, str]] = []  # (temporary file, path)
+        #: What is being written (named by an error).
+        self.name = LOCK_NAME
+
+    def stage(self, path: str, data: str | bytes, mode: int) -> None:
+        self.name = os.path.basename(path)
+        self.staged.append((stage(path, data, mode), path))
+
+    def reserve(self, path: str) -> str:
+        """The temporary file of ``path``, for another program to write; renamed
+        into place like a staged one."""
+        self.name = os.path.basename(path)
+        self.staged.append((temp_path(path), path))
+        return self.staged[-1][0]

@@ -2,27 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scriptbuilder.inputs.earlier_job_spec import JOB_SPEC
-from scriptbuilder.outputs.atomic import (
-    LOCK_NAME,
-    lock,
-    stage,
-    sync_folder,
-    temp_path,
-    write_atomic,
-    write_error,
-)
+from scriptbuilder.models import JobSpec
+from scriptbuilder.outputs.atomic import Publication, publishing, write_atomic
 from scriptbuilder.outputs.job_spec import job_spec_json, with_hashes
 
 if TYPE_CHECKING:
-    from scriptbuilder.models import BuildRequest, JobSpec
+    from scriptbuilder.models import BuildRequest
     from scriptbuilder.resolution.trace import TraceRecord
 
 
@@ -87,82 +78,45 @@ class BuiltJob:
 
     @property
     def job_spec(self) -> JobSpec:
-        """The job spec as the pydantic model (imports pydantic on first use)."""
-        from scriptbuilder.models import JobSpec
-
+        """The job spec as the pydantic model."""
         return JobSpec.model_validate(self.job_spec_data)
 
     def write(self) -> list[Path]:
         """Create ``work_dir`` (its parent must exist) and write every file into
         it; returns their paths.
 
-        Builds into one ``work_dir`` take its lock, so they follow one another.
-        Each file is written to a temporary file beside it and flushed; when all
-        are written they are renamed into place, ``job_spec.json`` last, which
-        records the sha256 of the files it names. On the perf-sanity path
-        submit.py first writes the launch script (to its temporary name; its full
-        output is kept in ``work_dir``). A failure leaves no temporary file and
-        changes nothing in ``work_dir`` (an OS error raises :class:`WriteError`)."""
-        work_dir = os.path.normpath(self.request.work_dir)
-        try:
-            os.mkdir(work_dir, 0o755)
-        except FileExistsError:
-            pass
-        except OSError as exc:
-            parent = os.path.dirname(work_dir)
-            fix = {errno.ENOENT: f"create {parent}", errno.ENOTDIR: f"make {parent} a folder"}
-            raise write_error(
-                exc, "create", "work_dir", work_dir, fix.get(exc.errno or 0, "")
-            ) from None
-        written: list[Path] = []
-        staged: list[tuple[str, str]] = []  # (temporary file, path)
-        name = LOCK_NAME
-        try:
-            fd = lock(work_dir)
-            try:
-                files = sorted(self.files, key=lambda out: os.path.basename(out.path) == JOB_SPEC)
-                if self.submit is not None:
-                    for out in self.submit.inputs:
-                        name = os.path.basename(out.path)
-                        write_atomic(out.path, out.text, out.mode)
-                        written.append(Path(out.path))
-                    spec = self._run_submit(self.submit, staged)
-                    files[-1] = replace(files[-1], text=spec)
-                    written.append(Path(self.job_spec_data["script_path"]))
-                for out in files:
-                    name = os.path.basename(out.path)
-                    staged.append((stage(out.path, out.text, out.mode), out.path))
-                    written.append(Path(out.path))
-                for tmp, path in staged:
-                    name = os.path.basename(path)
-                    os.replace(tmp, path)
-                sync_folder(work_dir)
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            folder = os.path.dirname(os.path.join(work_dir, name))
-            label = "work_dir" if folder == work_dir else "folder"
-            raise write_error(exc, f"write {name} into", label, folder) from None
-        finally:
-            for tmp, _ in staged:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
+        Builds into one ``work_dir`` follow one another. Each file is written to
+        a temporary file beside it; when all are written they are renamed into
+        place, ``job_spec.json`` last, which records the sha256 of the files it
+        names (see :mod:`scriptbuilder.outputs.atomic`). On the perf-sanity path
+        submit.py first writes the launch script to its temporary name (its
+        full output is kept in ``work_dir``). A failure changes nothing in
+        ``work_dir``; an OS error raises :class:`WriteError`."""
+        files = sorted(self.files, key=lambda out: os.path.basename(out.path) == JOB_SPEC)
+        written = [Path(out.path) for out in files]
+        with publishing(os.path.normpath(self.request.work_dir)) as publication:
+            if self.submit is not None:
+                for out in self.submit.inputs:  # read by submit.py
+                    publication.name = os.path.basename(out.path)
+                    write_atomic(out.path, out.text, out.mode)
+                files[-1] = replace(files[-1], text=self._run_submit(self.submit, publication))
+                script = self.job_spec_data["script_path"]
+                written[:0] = [*(Path(out.path) for out in self.submit.inputs), Path(script)]
+            for out in files:
+                publication.stage(out.path, out.text, out.mode)
         return written
 
-    def _run_submit(self, submit: SubmitRun, staged: list[tuple[str, str]]) -> str:
-        """Run submit.py, which writes the launch script to its temporary name
-        (added to ``staged``); returns the text of job_spec.json with its sha256."""
+    def _run_submit(self, submit: SubmitRun, publication: Publication) -> str:
+        """Run submit.py, which writes the launch script to its temporary name;
+        returns the text of job_spec.json with the script's sha256."""
         from scriptbuilder.workflows.perf_sanity import run_submit
 
         script = str(self.job_spec_data["script_path"])
-        argv = list(submit.argv)
-        if script in argv:
-            tmp = temp_path(script)
-            staged.append((tmp, script))
-            argv = [tmp if a == script else a for a in argv]
-        else:
-            tmp = script
+        tmp = publication.reserve(script)
+        publication.name = submit.output_log.name
+        argv = [tmp if a == script else a for a in submit.argv]
         run_submit(argv, cwd=submit.cwd, timeout=submit.timeout, output_log=submit.output_log)
+        publication.name = os.path.basename(script)
         with open(tmp, "rb") as file:
             data = file.read()
             os.fsync(file.fileno())

@@ -117,9 +117,8 @@ def job_spec_for(ctx: Context, *, job_name: str, **fields: Any) -> dict[str, Any
 
 
 def job_spec_json(doc: dict[str, Any]) -> str:
-    """The text of job_spec.json. The document is built from plain values and never
-    holds itself, so the encoder's check for circular references is left out."""
-    return json.dumps(doc, indent=2, ensure_ascii=False, check_circular=False) + "\n"
+    """The text of job_spec.json."""
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
 _ORDER = {name: i for i, name in enumerate(JobSpec.model_fields)}
