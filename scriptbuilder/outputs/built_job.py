@@ -90,8 +90,9 @@ class BuiltJob:
         place, ``job_spec.json`` last, which records the sha256 of the files it
         names (see :mod:`scriptbuilder.outputs.atomic`). On the perf-sanity path
         submit.py first writes the launch script to its temporary name (its
-        full output is kept in ``work_dir``). A failure changes nothing in
-        ``work_dir``; an OS error raises :class:`WriteError`."""
+        full output is kept in ``work_dir``, and a derived config it reads is
+        written before it runs). A failure leaves the earlier files in place; an
+        OS error raises :class:`WriteError`."""
         files = sorted(self.files, key=lambda out: os.path.basename(out.path) == JOB_SPEC)
         written = [Path(out.path) for out in files]
         with publishing(os.path.normpath(self.request.work_dir)) as publication:
