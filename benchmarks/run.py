@@ -484,8 +484,10 @@ def _sweep(cfg: Config, sandbox: Sandbox, requests: Sequence[dict[str, Any]]) ->
                 raise RuntimeError(f"sweep build failed: {result.error}")
 
     def fresh(func: Callable[[], object]) -> float:
-        """``func`` timed with no job folder left by an earlier batch."""
+        """``func`` timed with no job folder left by an earlier batch (the folder
+        holding them is there, as a work_dir's parent must be)."""
         shutil.rmtree(sandbox.jobs, ignore_errors=True)
+        sandbox.jobs.mkdir()
         return _timed(func)
 
     build_many(requests[:8])  # warm-up: lazy imports
