@@ -88,7 +88,9 @@ def _stale(entry: str) -> bool:
 def _plain_files(work_dir: str, state: str) -> None:
     """The earlier layout turned into plain files: every link into
     ``.scriptbuilder`` replaced by a copy of what it shows (removed when it shows
-    nothing), then ``.scriptbuilder`` removed."""
+    nothing), then what that layout kept in ``.scriptbuilder`` removed, its
+    ``current`` link last (so a build killed meanwhile is followed by one that
+    does it again)."""
     import shutil  # only here: the drop-in imports this module on every call
 
     for entry in os.listdir(work_dir):
@@ -101,13 +103,20 @@ def _plain_files(work_dir: str, state: str) -> None:
                 _unlink(path)
             else:
                 write_atomic(path, data, mode)
-    shutil.rmtree(state)
+    for entry in os.listdir(state):
+        if entry.startswith("gen-"):
+            shutil.rmtree(os.path.join(state, entry), ignore_errors=True)
+        elif entry == "lock" or _TEMP.match(entry):
+            _unlink(os.path.join(state, entry))
+    os.unlink(os.path.join(state, "current"))
+    with contextlib.suppress(OSError):  # kept when another tool put files there
+        os.rmdir(state)
 
 
 def tidy(work_dir: str) -> None:
     """Remove temporary files of killed builds; take over the earlier layout."""
     state = os.path.join(work_dir, _OLD_STATE)
-    if os.path.isdir(state):
+    if os.path.lexists(os.path.join(state, "current")):
         _plain_files(work_dir, state)
     for entry in os.listdir(work_dir):
         if _stale(entry):
