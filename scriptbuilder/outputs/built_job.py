@@ -11,6 +11,8 @@ from scriptbuilder.inputs.earlier_job_spec import JOB_SPEC
 from scriptbuilder.models import JobSpec
 from scriptbuilder.outputs.atomic import Publication, publishing, write_atomic
 from scriptbuilder.outputs.job_spec import job_spec_json, with_hashes
+from scriptbuilder.resolution.secrets import mask
+from scriptbuilder.script.render import quote_literal
 
 if TYPE_CHECKING:
     from scriptbuilder.models import BuildRequest
@@ -36,8 +38,6 @@ class SubmitRun:
     inputs: tuple[OutputFile, ...] = ()
 
     def display(self) -> str:
-        from scriptbuilder.script.render import quote_literal
-
         return " ".join(quote_literal(a) for a in self.argv)
 
 
@@ -65,15 +65,11 @@ class BuiltJob:
     @property
     def explanation(self) -> tuple[str, ...]:
         """One line per resolved value: ``field  value  <- rule`` (secrets masked)."""
-        from scriptbuilder.resolution.secrets import mask
-
         return tuple(mask(line, self.secrets) for line in self.trace.lines())
 
     @property
     def shown_script(self) -> str:
         """The script text for printing, secret values shown as ``***``."""
-        from scriptbuilder.resolution.secrets import mask
-
         return mask(self.script_text, self.secrets)
 
     @property
