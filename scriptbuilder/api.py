@@ -10,11 +10,9 @@ report (Step 6).
 
 from __future__ import annotations
 
-import gc
 import os
 import posixpath
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -169,27 +167,6 @@ class BuildResult:
         return self.error is None
 
 
-@contextmanager
-def _young_collections_only() -> Iterator[None]:
-    """Within the block Python's cycle collector runs only when asked; its state
-    is restored on the way out. :func:`build_many` asks once per build, for the
-    young generation: the objects made since the last collection.
-
-    A sweep keeps every result alive, so the collector's automatic passes, each
-    a walk over everything kept so far, grow with the sweep and free nothing of
-    it. Collecting the young generation after each build still frees the
-    reference cycles a build leaves behind (``json.dumps`` with ``indent``
-    makes some), and the results, once past it, are not walked again until the
-    block ends."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def build_many(
     requests: Iterable[Mapping[str, Any] | BuildRequest],
     *,
@@ -201,21 +178,13 @@ def build_many(
     """:func:`build` for every request, in order, in this process: a sweep of
     thousands of jobs pays the start-up once. A refused request becomes a result
     carrying its :class:`BuildError` and the next one is still built. Writes
-    nothing; call ``result.job.write()`` for the jobs to keep.
-
-    While it runs, Python's cycle collector runs once per build on that build's
-    objects only (see :func:`_young_collections_only`); its state is restored
-    when the sweep ends."""
+    nothing; call ``result.job.write()`` for the jobs to keep."""
     results = []
-    with _young_collections_only():
-        for index, request in enumerate(requests):
-            try:
-                job = build(
-                    request, environ=environ, machine=machine, env_info=env_info, clock=clock
-                )
-            except BuildError as exc:
-                results.append(BuildResult(index, error=exc))
-            else:
-                results.append(BuildResult(index, job=job))
-            gc.collect(0)  # this build's reference cycles
+    for index, request in enumerate(requests):
+        try:
+            job = build(request, environ=environ, machine=machine, env_info=env_info, clock=clock)
+        except BuildError as exc:
+            results.append(BuildResult(index, error=exc))
+        else:
+            results.append(BuildResult(index, job=job))
     return results

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 from dataclasses import dataclass
 from datetime import datetime
@@ -150,8 +151,10 @@ class BuildEnv:
         return build(request, **kwargs)
 
     def scrub(self, text: str) -> str:
-        """Text with the sandbox paths replaced by stable placeholders."""
-        return text.replace(str(self.repo), "<REPO>").replace(str(self.root), "<TMP>")
+        """Text with the sandbox paths, and the sha256 of files holding them (in
+        job_spec.json), replaced by stable placeholders."""
+        text = text.replace(str(self.repo), "<REPO>").replace(str(self.root), "<TMP>")
+        return re.sub(r'(": )"[0-9a-f]{64}"', r'\1"<SHA256>"', text)
 
 
 def make_build_env(tmp_path: Path) -> BuildEnv:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import gc
 import io
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -160,10 +158,13 @@ def test_many_os_error_is_a_result_line_naming_the_path(build_env: BuildEnv) -> 
     request = {**own_work_dir(build_env, "x"), "work_dir": str(blocker / "work")}
     path = sweep_file(build_env.root / "sweep.jsonl", [request, own_work_dir(build_env, "ok")])
     code, out, _ = run_cli(["build", "--many", str(path)])
-    assert code == 1
+    assert code == 2
     bad, good = results_of(out)
-    assert bad["ok"] is False and bad["exit_code"] == 1
-    assert str(blocker) in bad["error"] and "\n" not in bad["error"]
+    assert bad["ok"] is False and bad["exit_code"] == 2  # a work_dir that cannot be made
+    assert bad["error"] == (
+        f"cannot create work_dir {blocker}/work: Not a directory; make {blocker} a folder "
+        "or choose another work_dir"
+    )
     assert good["ok"] is True
 
 
@@ -189,42 +190,3 @@ def test_many_usage_errors(args: list[str], message: str) -> None:
     assert code == 2 and out == ""
     assert len(err.splitlines()) == 1 and err.startswith("scriptbuilder: error: ")
     assert message in err
-
-
-def test_a_sweep_collects_each_builds_young_objects_only(build_env: BuildEnv) -> None:
-    """The results a sweep keeps are never walked again by the cycle collector while
-    it runs, and the cycles each build leaves behind are still freed at once."""
-    requests = [build_env.request(kind) for kind in ("pytest", "custom", "bench", "eval") * 15]
-    collected: list[int] = []
-
-    def watch(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            collected.append(info["generation"])
-
-    gc.collect()
-    gc.callbacks.append(watch)
-    try:
-        results = scriptbuilder.build_many(requests, **OPTIONS)
-    finally:
-        gc.callbacks.remove(watch)
-    assert all(r.ok for r in results)
-    assert collected == [0] * len(requests)
-    assert gc.isenabled()
-    assert gc.collect() < len(requests)  # nothing of the builds was left for a full pass
-
-
-def test_a_sweep_leaves_the_collector_as_it_found_it(build_env: BuildEnv) -> None:
-    gc.disable()
-    try:
-        scriptbuilder.build_many([build_env.request("pytest")], **OPTIONS)
-        assert not gc.isenabled()
-    finally:
-        gc.enable()
-
-    def requests() -> Iterator[dict[str, Any]]:
-        yield build_env.request("pytest")
-        raise RuntimeError("the request source failed")
-
-    with pytest.raises(RuntimeError):
-        scriptbuilder.build_many(requests(), **OPTIONS)
-    assert gc.isenabled()

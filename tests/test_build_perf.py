@@ -3,6 +3,7 @@ stand-in submit.py in tests/data/trtllm_repo."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -67,7 +68,10 @@ def test_config_file_runs_submit_py(
     assert f'echo "{success}"' in launch.read_text()  # what the launch script prints last
     assert (build_env.work_dir / "submit_py.log").is_file()
     assert build_env.scrub(job.job_spec_json) == json_snapshot(name="job_spec")
-    assert (build_env.work_dir / "job_spec.json").read_text() == job.job_spec_json
+    # as built, with the sha256 of the launch script submit.py wrote
+    written = json.loads((build_env.work_dir / "job_spec.json").read_text())
+    assert written.pop("script_sha256") == hashlib.sha256(launch.read_bytes()).hexdigest()
+    assert written == json.loads(job.job_spec_json)
 
 
 def test_perf_sanity_test_id_uses_test_list(build_env: BuildEnv) -> None:

@@ -75,10 +75,12 @@ def test_scriptbuilder_dry_run_prints_the_script_bytes(
 def test_log_dir_is_made_after_the_script_is_written(tmp_path: Path) -> None:
     out = tmp_path / "no" / "such" / "folder" / "job.slurm"
     proc = drop_in([*base("pytest", tmp_path), "--output", str(out)])
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     lines = proc.stderr.decode().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("build_slurm_script: error: ")
-    assert str(out) in lines[0] and "No such file or directory" in lines[0]
+    assert lines == [
+        f"build_slurm_script: error: cannot write job.slurm into --output folder {out.parent}: "
+        f"No such file or directory; create {out.parent} or choose another --output folder"
+    ]
     assert "Traceback" not in proc.stderr.decode()
     assert not (tmp_path / "logs").exists()
     assert proc.stdout == b""
@@ -88,9 +90,12 @@ def test_output_onto_a_folder_names_it(tmp_path: Path) -> None:
     folder = tmp_path / "a-folder"
     folder.mkdir()
     proc = drop_in([*base("pytest", tmp_path), "--output", str(folder)])
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     (line,) = proc.stderr.decode().splitlines()
-    assert f"error: {folder}: " in line
+    assert line.endswith(
+        f"error: cannot write the script to --output {folder}: Is a directory; name a file "
+        "or choose another --output"
+    )
     assert not (tmp_path / "logs").exists()
     assert os.listdir(folder) == []
 
@@ -111,9 +116,12 @@ def test_unmakeable_log_dir_names_it_and_leaves_no_script(tmp_path: Path, flag: 
     log_dir = blocker / "logs"
     out = tmp_path / "job.slurm"
     proc = drop_in([*with_flag(base("pytest", tmp_path), flag, str(log_dir)), "--output", str(out)])
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     (line,) = proc.stderr.decode().splitlines()
-    assert line == f"build_slurm_script: error: {log_dir}: Not a directory"
+    assert line == (
+        f"build_slurm_script: error: cannot create {flag} {log_dir}: Not a directory; "
+        f"make {blocker} a writable folder or choose another {flag}"
+    )
     assert not out.exists()
     assert sorted(os.listdir(tmp_path)) == ["a-file"]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
@@ -278,6 +279,18 @@ def test_unmatched_case_uses_max_over_cases_and_warns() -> None:
     result = required_devices(f"pytest {ACC}::TestQwen3_30B_A3B::test_auto_dtype[nope]", ROOTS)
     assert result.requirement is not None and result.requirement.devices == 8
     assert any("matches none of its parametrize ids" in w for w in result.warnings)
+
+
+def test_a_test_file_rewritten_at_the_same_size_and_mtime_is_read_again(tmp_path: Path) -> None:
+    test_file = tmp_path / "test_rewritten.py"
+    source = "import pytest\n\n@pytest.mark.skip_less_device({})\ndef test_a():\n    pass\n"
+    test_file.write_text(source.format(2))
+    stamp = os.stat(test_file)
+    cmd = f"pytest {test_file}::test_a"
+    assert required_devices(cmd, ROOTS).requirement.devices == 2  # type: ignore[union-attr]
+    test_file.write_text(source.format(4))
+    os.utime(test_file, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    assert required_devices(cmd, ROOTS).requirement.devices == 4  # type: ignore[union-attr]
 
 
 # ---------------------------------------------------------------- edge sources

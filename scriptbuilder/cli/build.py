@@ -8,7 +8,8 @@ them in order in this process and prints one JSON result line per request:
 or ``{"line": n, "ok": false, "exit_code": 2, "error": "<one line>"}``. A
 refused request writes nothing; the sweep goes on with the next line. The exit
 status is 0 when every request was built, else the largest status a single
-build of a failed one would have had (2 refused, 1 an OS error while writing).
+build of a failed one would have had (2 refused or a work_dir that cannot be
+used, 1 another OS error while writing, such as a full disk).
 """
 
 from __future__ import annotations
@@ -108,8 +109,8 @@ def run_many(source: str, *, dry_run: bool, env_info: str | None) -> int:
 
     A refused request writes nothing and the sweep goes on with the next line.
     Returns the exit status: 0 when every request was built, else the largest
-    exit status a single build of a failed request would have had (2 for a
-    refused request, 1 for an OS error while writing)."""
+    exit status a single build of a failed request would have had (see the
+    module text)."""
     from scriptbuilder.api import build
 
     info = _env_info(env_info)

@@ -19,6 +19,7 @@ only once the script is out.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sys
@@ -212,25 +213,40 @@ def _emit(subcommand: str, workflow: Workflow, opts: Opts, *, private: bool = Fa
 
 def _write(opts: Opts, text: str, *, private: bool) -> None:
     """The script to ``--output`` (mode 0755, or 0700 when ``private``: it carries a
-    secret) or standard output, then the log folder. An OS error names its path; a
-    failed run leaves neither the folder nor the ``--output`` file behind."""
-    output = opts["output"]
-    if output:
-        from scriptbuilder.outputs.atomic import write_atomic
+    secret) or standard output, and the log folder. An OS error names what was
+    being written, where, and the fix; a failed run leaves the earlier
+    ``--output`` file as it was and makes no log folder."""
+    from scriptbuilder.outputs.atomic import stage, write_error
 
+    output, tmp = opts["output"], ""
+    if output and os.path.isdir(output):
+        exc = OSError(errno.EISDIR, os.strerror(errno.EISDIR))
+        raise write_error(exc, "write the script to", "--output", output, "name a file")
+    if output:
         try:
-            write_atomic(output, text, 0o700 if private else 0o755)
+            tmp = stage(output, text, 0o700 if private else 0o755)
         except OSError as exc:
-            raise OSError(exc.errno, exc.strerror, output) from None
+            folder = os.path.dirname(os.path.abspath(output))
+            what = f"write {os.path.basename(output)} into"
+            raise write_error(exc, what, "--output folder", folder) from None
     else:
         write_out(text)
     local_dir = opts["local_log_dir"] or opts["log_dir"]
     try:
-        os.makedirs(local_dir, exist_ok=True)
-    except OSError as exc:
-        if output:
-            os.unlink(output)
-        raise OSError(exc.errno, exc.strerror, local_dir) from None
+        try:
+            os.makedirs(local_dir, exist_ok=True)
+        except OSError as exc:
+            label = "--local-log-dir" if opts["local_log_dir"] else "--log-dir"
+            ancestor = os.path.abspath(local_dir)
+            while not os.path.lexists(ancestor):
+                ancestor = os.path.dirname(ancestor)
+            fix = "" if exc.errno == errno.ENOSPC else f"make {ancestor} a writable folder"
+            raise write_error(exc, "create", label, local_dir, fix) from None
+        if tmp:
+            os.replace(tmp, output)
+    finally:
+        if tmp and os.path.lexists(tmp):
+            os.unlink(tmp)
     if output:
         write_out(f"Wrote {output}\n", err=True)
 

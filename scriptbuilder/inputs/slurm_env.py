@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from scriptbuilder.errors import BuildError
-from scriptbuilder.inputs.file_cache import load
 from scriptbuilder.inputs.request_file import read_json_object
 from scriptbuilder.models import Partition, SlurmEnv
 from scriptbuilder.models.messages import validated
@@ -50,10 +49,7 @@ def gres_gpus(part: Partition) -> int | None:
 
 def load_slurm_env(path: str | Path) -> tuple[SlurmEnv, dict[str, Any]]:
     """The checked environment and the raw JSON object, or a BuildError saying why not."""
-    return load(path, _load)
-
-
-def _load(name: str) -> tuple[SlurmEnv, dict[str, Any]]:
+    name = str(path)
     label = f"slurm_env_file {name}"
     if not Path(name).exists():
         raise BuildError(f"{label} is missing: {_WHY}")

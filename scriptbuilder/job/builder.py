@@ -14,7 +14,7 @@ from scriptbuilder.inputs.earlier_job_spec import JOB_SPEC
 from scriptbuilder.inputs.image_ref import docker_form
 from scriptbuilder.job.route import Route
 from scriptbuilder.outputs.built_job import BuiltJob, OutputFile, SubmitRun
-from scriptbuilder.outputs.job_spec import job_spec_for, job_spec_json
+from scriptbuilder.outputs.job_spec import job_spec_for, job_spec_json, with_hashes
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mounts import Mounts
 from scriptbuilder.resolution.secrets import mask, mask_data, request_secrets, script_custom_env
@@ -152,7 +152,7 @@ def _built(
     if text:
         mode = 0o700 if mask(text, secrets) != text else 0o755
         files = (OutputFile(script_path, text, mode), *files)
-    spec = mask_data(spec, secrets)
+    spec = with_hashes(mask_data(spec, secrets), script_path, {f.path: f.text for f in files})
     spec_path = posixpath.join(ctx.request.work_dir, JOB_SPEC)
     spec_text = job_spec_json(spec)
     trace = ctx.trace.record()

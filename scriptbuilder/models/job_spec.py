@@ -66,6 +66,11 @@ class JobSpec(BaseModel):
     node_count: int
     script_path: str | None = Field(None, description="Local path of the script (Slurm).")
     script_name: str | None = None
+    script_sha256: str | None = Field(
+        None,
+        description="sha256 (hex) of the script as written (script_path; docker_cmd.sh for "
+        "local_docker): a script that does not match was not written with this file.",
+    )
     log_file_pattern: str | None = Field(None, description="Slurm output file name, %j = job id.")
     success_patterns: list[str]
     failure_patterns: list[str]
@@ -73,6 +78,9 @@ class JobSpec(BaseModel):
         [], description="Log text of a job stopped at its time limit (Slurm)."
     )
     extra_files: list[str] = Field(description="Local files the remote executor copies too.")
+    extra_files_sha256: dict[str, str] = Field(
+        description="sha256 (hex) of each extra_files entry as written, by path."
+    )
     slurm_params: SlurmParams | None = None
     slurm_env: dict[str, Any] | None = Field(None, description="slurm_env.json, verbatim.")
     remote_repo_path: str | None = None

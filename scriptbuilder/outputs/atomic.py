@@ -1,388 +1,223 @@
-"""Writing generated files: atomically, so a reader never sees half a file.
+"""Writing generated files: each one whole, in place of the one before.
 
-A build is written into ``work_dir`` as one generation, switched in by one rename.
+A file is written to a temporary file in the same folder
+(``.<name>.<pid>.tmp``), flushed to disk and renamed over the old one, so a
+reader sees the earlier file or the new one, never half of one. work_dir holds
+plain files only.
 
-A build's files (``job_spec.json``, the script, a copied run script) belong
-together: an executor reading ``job_spec.json`` must find the script it names,
-built from the same request. They are therefore never replaced one by one.
-Each build writes its files into the one of two folders,
-``<work_dir>/.scriptbuilder/gen-1`` and ``gen-2``, that is not in use (emptied
-first); the documented paths
-(``<work_dir>/job_spec.json``, ``<work_dir>/<script>``) are symbolic links to
-``.scriptbuilder/current/<name>``, and ``.scriptbuilder/current`` is a
-symbolic link to the generation in use. Publishing a build is one
-``rename(2)`` of a new ``current`` link over the old one, which is atomic: at
-every moment the documented paths show one whole generation, the earlier one
-or the new one, whatever moment a build is killed.
-
-Builds into one ``work_dir`` take an exclusive ``fcntl`` lock on
-``.scriptbuilder/lock`` for the whole write, so they follow one another. Under
-the lock, a build first removes what an interrupted build left behind (files
-in the folder not in use, temporary links and files), and after its switch it
-empties the earlier generation's folder.
-
-A build knows whether the one before it was interrupted: the lock file holds
-one byte, ``1`` from before a build changes anything until its last step
-(after the earlier generation's folder is emptied), then ``0``. A build that
-does not find ``0`` (``1`` is left by a build that was killed or failed; a new
-lock file, or one of an earlier version, is empty), or finds no current
-generation, searches ``work_dir`` and ``.scriptbuilder`` for leftovers before
-it writes. Otherwise the folder not in use is empty and every link shows a
-file, as the build before left them; the only links the switch can leave
-showing nothing are then those named by the earlier generation's files, which
-the build checks one by one instead of reading all of ``work_dir``.
-
-A documented path that is a regular file (written before this layout, or
-rewritten in place of the link by another tool) is first copied into the
-current generation and then replaced by the link, so what a reader sees does
-not change until the switch.
+Builds into one work_dir follow one another: each holds an exclusive ``fcntl``
+lock on ``<work_dir>/.scriptbuilder.lock`` (an empty file, kept) while it
+writes. Under the lock a build first removes the temporary files of builds that
+were killed, and turns a work_dir of the earlier layout (symbolic links into
+``.scriptbuilder/current``) into plain files holding what the links showed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
 
-if TYPE_CHECKING:
-    from collections.abc import Iterator
+from scriptbuilder.errors import BuildError
 
-
-def _write_all(fd: int, data: bytes) -> None:
-    """All of ``data`` to the open file ``fd`` (``os.write`` may write less)."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+LOCK_NAME = ".scriptbuilder.lock"
+#: Temporary files: ``.<name>.<pid>.tmp``.
+_TEMP = re.compile(r"\..+\.(\d+)\.tmp\Z")
+#: The earlier layout: links into ``.scriptbuilder/current``, generation folders.
+_OLD_STATE = ".scriptbuilder"
 
 
-def write_atomic(path: str | os.PathLike[str], text: str, mode: int = 0o644) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder,
-    renamed into place (``O_EXCL`` keeps two writers off the same name)."""
-    target = os.fspath(path)
-    folder, name = os.path.split(target)
-    tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
-    data = text.encode("utf-8")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+def temp_path(path: str) -> str:
+    """Where :func:`write_atomic` writes ``path`` before renaming it into place."""
+    folder, name = os.path.split(path)
+    return os.path.join(folder, f".{name}.{os.getpid()}.tmp")
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+def stage(path: str, data: str | bytes, mode: int = 0o644) -> str:
+    """Write ``data`` (text as UTF-8) to the temporary file of ``path`` and flush
+    it to disk; returns its name (removed again when writing fails)."""
+    tmp = temp_path(path)
     try:
-        try:
-            _write_all(fd, data)
-            os.fchmod(fd, mode)
-        finally:
-            os.close(fd)
+        with open(tmp, "wb") as file:
+            os.fchmod(file.fileno(), mode)
+            file.write(data.encode("utf-8") if isinstance(data, str) else data)
+            file.flush()
+            os.fsync(file.fileno())
+    except BaseException:
+        _unlink(tmp)
+        raise
+    return tmp
+
+
+def write_atomic(path: str | os.PathLike[str], data: str | bytes, mode: int = 0o644) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder,
+    flushed and renamed into place; on failure ``path`` is unchanged and the
+    temporary file is gone."""
+    target = os.fspath(path)
+    tmp = stage(target, data, mode)
+    try:
         os.replace(tmp, target)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        _unlink(tmp)
         raise
 
 
-STATE_DIR = ".scriptbuilder"
-LOCK_NAME = "lock"
-CURRENT = "current"
-#: What the lock file holds while a build writes, and once it is done.
-BUSY, DONE = b"1", b"0"
-_GEN = re.compile(r"gen-(\d+)\Z")
-#: The two generation folders: a build writes into the one not in use.
-SLOTS = ("gen-1", "gen-2")
-#: What the links in ``work_dir`` point to, before the file name.
-_LINK_PREFIX = f"{STATE_DIR}/{CURRENT}/"
-#: Temporary names this module and :mod:`scriptbuilder.outputs.atomic` create:
-#: ``.<name>.<pid>.tmp``.
-_TEMP = re.compile(r"\..+\.(\d+)\.tmp\Z")
-
-
-def _rmtree(path: str, ignore_errors: bool = True) -> None:
-    import shutil  # not at import: the drop-in CLI imports this module on every call
-
-    shutil.rmtree(path, ignore_errors=ignore_errors)
-
-
-def _remove(folder: str, entries: list[str]) -> None:
-    """Remove ``entries`` (files, or folders a foreign tool put there) from ``folder``."""
-    for entry in entries:
-        path = f"{folder}/{entry}"
-        try:
-            os.unlink(path)
-        except IsADirectoryError:
-            _rmtree(path)
-        except FileNotFoundError:
-            pass
-
-
-def _empty(folder: str) -> None:
-    """Remove the files in ``folder`` and keep the folder (removing a folder costs
-    far more than removing its files on some file systems)."""
-    try:
-        entries = os.listdir(folder)
-    except FileNotFoundError:
-        return
-    _remove(folder, entries)
-
-
-def _copy(source: str, target: str) -> None:
-    import shutil
-
-    shutil.copy2(source, target)
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _is_link_to_nothing(path: str) -> bool:
-    """True when ``path`` is a link into ``current`` that shows no file."""
-    try:
-        target = os.readlink(path)
-    except OSError:
-        return False
-    return target.startswith(_LINK_PREFIX) and not os.path.exists(path)
-
-
-def _is_stale_temp(entry: str, path: str) -> bool:
-    """True when ``entry`` (at ``path``) is a temporary file or link of a process
-    that is gone."""
+def _stale(entry: str) -> bool:
+    """True for a temporary file of a process that is gone (or of this one: under
+    the lock, none of its own is in use)."""
     match = _TEMP.match(entry)
-    if match is None or _pid_alive(int(match[1])):
-        return False
-    return os.path.islink(path) or os.path.isfile(path)
+    if match is None or int(match[1]) == os.getpid():
+        return match is not None
+    try:
+        os.kill(int(match[1]), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # another user's
+        pass
+    return False
 
 
-class Generation:
-    """One build's files, written into the free generation folder, then published."""
+def _plain_files(work_dir: str, state: str) -> None:
+    """The earlier layout turned into plain files: every link into
+    ``.scriptbuilder`` replaced by a copy of what it shows (removed when it shows
+    nothing), then what that layout kept in ``.scriptbuilder`` removed, its
+    ``current`` link last (so a build killed meanwhile is followed by one that
+    does it again)."""
+    import shutil  # only here: the drop-in imports this module on every call
 
-    def __init__(self, work_dir: str) -> None:
-        self.work_dir = os.path.normpath(work_dir)
-        #: ``work_dir`` and a slash: the start of every path in it.
-        self.prefix = os.path.join(self.work_dir, "")
-        self.state = self.prefix + STATE_DIR
-        self.current = f"{self.state}/{CURRENT}"
-        self.pid = os.getpid()
-        self.names: list[str] = []
-        #: The free slot this build writes into, and the generation in use before it.
-        self.folder = ""
-        self.previous: str | None = None
-        #: True when the build before was interrupted (or there was none): every
-        #: step searches for leftovers instead of trusting what the last build left.
-        self.thorough = False
-        #: The open lock file (see :func:`generation`).
-        self.lock = -1
-        #: Set by the switch: from then on the files written are what readers see.
-        self.published = False
-
-    # ------------------------------------------------------------------ setup
-
-    def _current_gen(self) -> str | None:
-        try:
-            target = os.readlink(self.current)
-        except OSError:
-            return None
-        return target if _GEN.match(target) and os.path.isdir(self._gen(target)) else None
-
-    def _gen(self, name: str) -> str:
-        return f"{self.state}/{name}"
-
-    def _link(self, target: str, path: str) -> None:
-        """Make ``path`` a symbolic link to ``target`` in one rename."""
-        folder, name = os.path.split(path)
-        tmp = f"{folder}/.{name}.{self.pid}.tmp"
-        try:
-            os.symlink(target, tmp)
-        except FileExistsError:  # left by a killed process that had this pid
-            os.unlink(tmp)
-            os.symlink(target, tmp)
-        os.replace(tmp, path)
-
-    def _remove_stale(self) -> None:
-        """Remove what interrupted builds left: files of the slot not in use,
-        other folders, temporary files, links that show nothing."""
-        keep = self.previous
-        for entry in os.listdir(self.state):
-            path = self._gen(entry)
-            if entry in SLOTS and entry != keep:
-                _empty(path)
-            elif _GEN.match(entry) and entry != keep:
-                _rmtree(path, ignore_errors=True)
-            elif (match := _TEMP.match(entry)) and not _pid_alive(int(match[1])):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
-        for entry in os.listdir(self.work_dir):
-            path = self.prefix + entry
-            if _is_link_to_nothing(path) or _is_stale_temp(entry, path):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
-
-    def _make_slot(self, name: str) -> None:
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(self._gen(name), 0o755)
-
-    def _free_slot(self, taken: str | None) -> str:
-        """The generation folder that is not ``taken``, empty (created when missing)."""
-        name = SLOTS[1] if taken == SLOTS[0] else SLOTS[0]
-        try:
-            os.mkdir(self._gen(name), 0o755)
-        except FileExistsError:
-            _empty(self._gen(name))
-        return name
-
-    def open(self, lock: int) -> None:
-        """Choose the free slot, after removing leftovers when the build before
-        did not finish; ``lock`` is the lock file, held."""
-        self.lock = lock
-        if os.pread(lock, 1, 0) != DONE:  # the build before did not finish
-            self.thorough = True
-        os.pwrite(lock, BUSY, 0)
-        self.previous = self._current_gen()
-        if self.previous not in SLOTS:  # no build yet, or an unknown layout
-            self.thorough = True
-        if self.thorough:
-            self._remove_stale()
-            for slot in SLOTS:  # so that later builds find both
-                self._make_slot(slot)
-        # the free slot is empty: emptied above, or by the build before
-        self.folder = SLOTS[1] if self.previous == SLOTS[0] else SLOTS[0]
-
-    # ---------------------------------------------------------------- writing
-
-    def name_of(self, path: str) -> str | None:
-        """The file name when ``path`` is directly in ``work_dir`` (so part of the
-        generation), else None."""
-        folder, name = os.path.split(os.path.normpath(path))
-        if folder == self.work_dir and name not in ("", STATE_DIR, ".", ".."):
-            return name
-        return None
-
-    def owns(self, path: str) -> bool:
-        """True when ``path`` is a file directly in ``work_dir`` (so part of the generation)."""
-        return self.name_of(path) is not None
-
-    def path_for(self, path: str) -> str:
-        """Where another program writes the file shown at ``path`` in this
-        generation (the folder is there)."""
-        name = os.path.basename(os.path.normpath(path))
-        if name not in self.names:
-            self.names.append(name)
-        self._make_slot(self.folder)
-        return self._gen(self.folder) + "/" + name
-
-    def write(self, name: str, text: str, mode: int) -> None:
-        """Write the file shown at ``<work_dir>/<name>`` (see :meth:`name_of`).
-
-        The free slot is empty, so the file is a new one: never one truncated and
-        written again, which ext4 flushes to disk when it is closed (auto_da_alloc),
-        costing twenty times the write."""
-        if name not in self.names:
-            self.names.append(name)
-        target = f"{self.state}/{self.folder}/{name}"
-        data = text.encode("utf-8")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-        try:
-            fd = os.open(target, flags, 0o600)
-        except FileNotFoundError:  # the free slot is missing (removed by another tool)
-            self._make_slot(self.folder)
-            fd = os.open(target, flags, 0o600)
-        try:
-            _write_all(fd, data)
-            os.fchmod(fd, mode)
-        finally:
-            os.close(fd)
-
-    # ------------------------------------------------------------- publishing
-
-    def _adopt(self, name: str, current: str | None) -> str | None:
-        """Make ``<work_dir>/<name>`` the link into ``current`` without changing what
-        it shows; returns the current generation (created for a regular file)."""
-        path = self.prefix + name
-        link = _LINK_PREFIX + name
-        try:
-            if os.readlink(path) == link:
-                return current
-        except FileNotFoundError:
-            # nothing shown yet: shows the new file after the switch
+    for entry in os.listdir(work_dir):
+        path = os.path.join(work_dir, entry)
+        if os.path.islink(path) and os.readlink(path).startswith(_OLD_STATE + "/"):
             try:
-                os.symlink(link, path)
-            except FileExistsError:  # made meanwhile by another tool
-                return self._adopt(name, current)
-            return current
-        except OSError:
-            pass  # a regular file (or a folder, left alone below)
-        if not os.path.isfile(path):
-            return current
-        if current is None:
-            current = self._free_slot(self.folder)
-            self._link(current, self.current)
-        folder = self._gen(current)
-        tmp = f"{folder}/.{name}.{self.pid}.tmp"
-        _copy(path, tmp)
-        os.replace(tmp, f"{folder}/{name}")
-        self._link(link, path)
-        return current
+                with open(path, "rb") as file:
+                    data, mode = file.read(), os.fstat(file.fileno()).st_mode & 0o7777
+            except FileNotFoundError:
+                _unlink(path)
+            else:
+                write_atomic(path, data, mode)
+    for entry in os.listdir(state):
+        if entry.startswith("gen-"):
+            shutil.rmtree(os.path.join(state, entry), ignore_errors=True)
+        elif entry == "lock" or _TEMP.match(entry):
+            _unlink(os.path.join(state, entry))
+    os.unlink(os.path.join(state, "current"))
+    with contextlib.suppress(OSError):  # kept when another tool put files there
+        os.rmdir(state)
 
-    def _retire(self, earlier: str) -> None:
-        """After the switch: remove the links only ``earlier`` had files for (they
-        show nothing now), then its files."""
-        folder = self._gen(earlier)
-        try:
-            entries = os.listdir(folder)
-        except FileNotFoundError:
-            entries = []
-        for entry in entries:
-            if entry not in self.names:
-                path = self.prefix + entry
-                if _is_link_to_nothing(path):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(path)
-        if earlier in SLOTS:
-            _remove(folder, entries)
-        else:  # a folder of an earlier layout
-            _rmtree(folder)
 
-    def commit(self) -> None:
-        """Publish the generation: every documented path shows its file at once."""
-        current = self.previous
-        for name in self.names:
-            current = self._adopt(name, current)
-        self._link(self.folder, self.current)  # the switch
-        self.published = True
-        if current is not None and current != self.folder:
-            self._retire(current)
-        os.pwrite(self.lock, DONE, 0)  # the next build can trust what this one left
+def tidy(work_dir: str) -> None:
+    """Remove temporary files of killed builds; take over the earlier layout."""
+    state = os.path.join(work_dir, _OLD_STATE)
+    if os.path.lexists(os.path.join(state, "current")):
+        _plain_files(work_dir, state)
+    for entry in os.listdir(work_dir):
+        if _stale(entry):
+            _unlink(os.path.join(work_dir, entry))
 
-    def abort(self) -> None:
-        """Remove the files written unless they are published; the lock file keeps
-        saying busy, so the next build searches for what else this one left."""
-        if self.folder and not self.published:
-            _empty(self._gen(self.folder))
+
+def lock(work_dir: str) -> int:
+    """Take ``work_dir``'s build lock (``work_dir`` must exist), then :func:`tidy`;
+    builds into one work_dir wait here for one another. Returns the lock file,
+    to close when done."""
+    fd = os.open(os.path.join(work_dir, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        tidy(work_dir)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+class WriteError(BuildError, OSError):
+    """An OS error while writing, as one line naming the file, the folder and the
+    fix. Exit status 2 when the folder chosen cannot be used (missing, not
+    writable), else 1 (a full disk, an I/O error)."""
+
+    exit_code = 1
+
+
+#: Errors of a folder the user chose that cannot be used.
+_UNUSABLE = frozenset(
+    getattr(errno, name)
+    for name in ["ENOENT", "ENOTDIR", "EISDIR", "EEXIST", "EACCES", "EPERM", "EROFS"]
+)
+_FIXES = {errno.ENOSPC: "free space", errno.EDQUOT: "free space", errno.ENOENT: "create {}"}
+_FIXES.update(dict.fromkeys((errno.EACCES, errno.EPERM, errno.EROFS), "make {} writable"))
+
+
+def write_error(exc: OSError, what: str, label: str, folder: str, fix: str = "") -> WriteError:
+    """``cannot <what> <label> <folder>: <reason>; <fix> or choose another <label>``."""
+    fix = fix or _FIXES.get(exc.errno or 0, "check {}").format(folder)
+    reason = exc.strerror or str(exc)
+    error = WriteError(f"cannot {what} {label} {folder}: {reason}; {fix} or choose another {label}")
+    error.errno = exc.errno
+    if exc.errno in _UNUSABLE:
+        error.exit_code = 2
+    return error
 
 
 @contextlib.contextmanager
-def generation(work_dir: str) -> Iterator[Generation]:
-    """Hold ``work_dir``'s build lock and open a fresh generation; the caller
-    writes into it and calls :meth:`Generation.commit`. Nothing is published when
-    the block raises (the files written are removed)."""
-    gen = Generation(work_dir)
-    lock = os.path.join(gen.state, LOCK_NAME)
+def publishing(work_dir: str) -> Iterator[Publication]:
+    """Create ``work_dir`` (its parent must exist) and hold its lock while the
+    block stages files (see :class:`Publication`); then rename them into place
+    in the order staged. When the block fails nothing is renamed; either way no
+    temporary file is left. An OS error becomes a :class:`WriteError` naming the
+    file being written."""
     try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    except FileNotFoundError:  # the first build: make .scriptbuilder (and work_dir)
-        os.makedirs(gen.state, exist_ok=True)
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        os.mkdir(work_dir, 0o755)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        parent = os.path.dirname(work_dir)
+        fix = {errno.ENOENT: f"create {parent}", errno.ENOTDIR: f"make {parent} a folder"}
+        raise write_error(
+            exc, "create", "work_dir", work_dir, fix.get(exc.errno or 0, "")
+        ) from None
+    files = Publication()
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        gen.open(fd)
+        fd = lock(work_dir)
         try:
-            yield gen
-        except BaseException:
-            gen.abort()
-            raise
+            yield files
+            for tmp, path in files.staged:
+                files.name = os.path.basename(path)
+                os.replace(tmp, path)
+            folder = os.open(work_dir, os.O_RDONLY)  # the renames, on disk too
+            os.fsync(folder)
+            os.close(folder)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise write_error(exc, f"write {files.name} into", "work_dir", work_dir) from None
     finally:
-        os.close(fd)
+        for tmp, _ in files.staged:
+            _unlink(tmp)
+
+
+class Publication:
+    """The files of one build: each staged (written to its temporary file and
+    flushed to disk) by :meth:`stage`, renamed into place by :func:`publishing`."""
+
+    def __init__(self) -> None:
+        self.staged: list[tuple[str, str]] = []  # (temporary file, path)
+        #: What is being written (named by an error).
+        self.name = LOCK_NAME
+
+    def stage(self, path: str, data: str | bytes, mode: int) -> None:
+        self.name = os.path.basename(path)
+        self.staged.append((stage(path, data, mode), path))
+
+    def reserve(self, path: str) -> str:
+        """The temporary file of ``path``, for another program to write; renamed
+        into place like a staged one."""
+        self.name = os.path.basename(path)
+        self.staged.append((temp_path(path), path))
+        return self.staged[-1][0]

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scriptbuilder.outputs.atomic import generation, write_atomic
+from scriptbuilder.inputs.earlier_job_spec import JOB_SPEC
+from scriptbuilder.models import JobSpec
+from scriptbuilder.outputs.atomic import Publication, publishing, write_atomic
+from scriptbuilder.outputs.job_spec import job_spec_json, with_hashes
+from scriptbuilder.outputs.submit import run_submit
+from scriptbuilder.resolution.secrets import mask
+from scriptbuilder.script.render import quote_literal
 
 if TYPE_CHECKING:
-    from scriptbuilder.models import BuildRequest, JobSpec
+    from scriptbuilder.models import BuildRequest
     from scriptbuilder.resolution.trace import TraceRecord
 
 
@@ -32,8 +39,6 @@ class SubmitRun:
     inputs: tuple[OutputFile, ...] = ()
 
     def display(self) -> str:
-        from scriptbuilder.script.render import quote_literal
-
         return " ".join(quote_literal(a) for a in self.argv)
 
 
@@ -61,61 +66,54 @@ class BuiltJob:
     @property
     def explanation(self) -> tuple[str, ...]:
         """One line per resolved value: ``field  value  <- rule`` (secrets masked)."""
-        from scriptbuilder.resolution.secrets import mask
-
         return tuple(mask(line, self.secrets) for line in self.trace.lines())
 
     @property
     def shown_script(self) -> str:
         """The script text for printing, secret values shown as ``***``."""
-        from scriptbuilder.resolution.secrets import mask
-
         return mask(self.script_text, self.secrets)
 
     @property
     def job_spec(self) -> JobSpec:
-        """The job spec as the pydantic model (imports pydantic on first use)."""
-        from scriptbuilder.models import JobSpec
-
+        """The job spec as the pydantic model."""
         return JobSpec.model_validate(self.job_spec_data)
 
     def write(self) -> list[Path]:
-        """Create ``work_dir`` and write every file; returns the documented paths.
+        """Create ``work_dir`` (its parent must exist) and write every file into
+        it; returns their paths.
 
-        The files in ``work_dir`` (job_spec.json, the script, a run script copy)
-        are published together as one generation (see
-        :mod:`scriptbuilder.outputs.atomic`): a reader, or a build killed at any
-        moment, sees either the earlier files or all the new ones. Builds into one
-        ``work_dir`` take its lock, so they follow one another. On the
-        perf-sanity path submit.py runs first and writes the launch script into
-        the new generation (its full output is kept in ``work_dir``); if it
-        fails, nothing is published."""
-        written: list[Path] = []
-        with generation(self.request.work_dir) as gen:
+        Builds into one ``work_dir`` follow one another. Each file is written to
+        a temporary file beside it; when all are written they are renamed into
+        place, ``job_spec.json`` last, which records the sha256 of the files it
+        names (see :mod:`scriptbuilder.outputs.atomic`). On the perf-sanity path
+        submit.py first writes the launch script to its temporary name (its
+        full output is kept in ``work_dir``, and a derived config it reads is
+        written before it runs). A failure leaves the earlier files in place; an
+        OS error raises :class:`WriteError`."""
+        files = sorted(self.files, key=lambda out: os.path.basename(out.path) == JOB_SPEC)
+        written = [Path(out.path) for out in files]
+        with publishing(os.path.normpath(self.request.work_dir)) as publication:
             if self.submit is not None:
-                from scriptbuilder.outputs.submit import run_submit
-
-                for out in self.submit.inputs:
+                for out in self.submit.inputs:  # read by submit.py
+                    publication.name = os.path.basename(out.path)
                     write_atomic(out.path, out.text, out.mode)
-                    written.append(Path(out.path))
-                script = str(self.job_spec_data["script_path"])
-                argv = list(self.submit.argv)
-                if gen.owns(script):
-                    # submit.py writes the launch script into the new generation
-                    argv = [gen.path_for(script) if a == script else a for a in argv]
-                run_submit(
-                    argv,
-                    cwd=self.submit.cwd,
-                    timeout=self.submit.timeout,
-                    output_log=self.submit.output_log,
-                )
-                written.append(Path(script))
-            for out in self.files:
-                name = gen.name_of(out.path)
-                if name is not None:
-                    gen.write(name, out.text, out.mode)
-                else:
-                    write_atomic(out.path, out.text, out.mode)
-                written.append(Path(out.path))
-            gen.commit()
+                files[-1] = replace(files[-1], text=self._run_submit(self.submit, publication))
+                script = self.job_spec_data["script_path"]
+                written[:0] = [*(Path(out.path) for out in self.submit.inputs), Path(script)]
+            for out in files:
+                publication.stage(out.path, out.text, out.mode)
         return written
+
+    def _run_submit(self, submit: SubmitRun, publication: Publication) -> str:
+        """Run submit.py, which writes the launch script to its temporary name;
+        returns the text of job_spec.json with the script's sha256."""
+        script = str(self.job_spec_data["script_path"])
+        tmp = publication.reserve(script)
+        publication.name = submit.output_log.name
+        argv = [tmp if a == script else a for a in submit.argv]
+        run_submit(argv, cwd=submit.cwd, timeout=submit.timeout, output_log=submit.output_log)
+        publication.name = os.path.basename(script)
+        with open(tmp, "rb") as file:
+            data = file.read()
+            os.fsync(file.fileno())
+        return job_spec_json(with_hashes(self.job_spec_data, script, {script: data}))

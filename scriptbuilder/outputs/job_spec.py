@@ -8,9 +8,11 @@ of the earlier job_spec.json that the builder does not own.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import posixpath
+from collections.abc import Mapping
 from typing import Any
 
 from scriptbuilder.errors import BuildError
@@ -115,6 +117,28 @@ def job_spec_for(ctx: Context, *, job_name: str, **fields: Any) -> dict[str, Any
 
 
 def job_spec_json(doc: dict[str, Any]) -> str:
-    """The text of job_spec.json. The document is built from plain values and never
-    holds itself, so the encoder's check for circular references is left out."""
-    return json.dumps(doc, indent=2, ensure_ascii=False, check_circular=False) + "\n"
+    """The text of job_spec.json."""
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+_ORDER = {name: i for i, name in enumerate(JobSpec.model_fields)}
+
+
+def with_hashes(
+    doc: dict[str, Any], script_path: str, data: Mapping[str, str | bytes]
+) -> dict[str, Any]:
+    """``doc`` with the sha256 of the files it names, taken from ``data`` (path to
+    the text or bytes written there): ``script_sha256`` when ``script_path`` is in
+    ``data``, and ``extra_files_sha256``; in the model's field order."""
+
+    def sha256(text: str | bytes) -> str:
+        return hashlib.sha256(text.encode("utf-8") if isinstance(text, str) else text).hexdigest()
+
+    hashes: dict[str, Any] = {
+        "extra_files_sha256": {path: sha256(data[path]) for path in doc["extra_files"]}
+    }
+    script = data.get(script_path)
+    if script is not None:
+        hashes["script_sha256"] = sha256(script)
+    merged = {**doc, **hashes}
+    return dict(sorted(merged.items(), key=lambda item: _ORDER.get(item[0], len(_ORDER))))
