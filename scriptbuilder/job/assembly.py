@@ -97,6 +97,15 @@ def _slurm_params(
     )
 
 
+def _install(ctx: Context) -> bool:
+    """Whether the script installs the project first (``skip_install`` says no)."""
+    if ctx.request.skip_install:
+        ctx.trace.chose("install step", "left out", "skip_install: true")
+        return False
+    ctx.trace.chose("install step", "pip install -e . first", "default (skip_install not true)")
+    return True
+
+
 def _script_file(path: str, text: str, secrets: tuple[str, ...]) -> OutputFile:
     """The script, readable by its owner only when it carries a secret value."""
     return OutputFile(path, text, 0o700 if mask(text, secrets) != text else 0o755)
@@ -144,12 +153,25 @@ def slurm_job(
     """Categories 2, 3, 5 and 6: a batch script of srun steps."""
     req = ctx.request
     workflow, model, shape = workload.workflow, workload.model_name, workload.shape
-    job_name = workflow.job_name(model)
+    # The log files and the container are named after the model, the job as asked.
+    log_name = workflow.job_name(model)
+    job_name = ctx.trace.chose(
+        "job_name",
+        req.job_name or log_name,
+        "job_name input" if req.job_name else f"<model_name>_{workflow.job_suffix}",
+    )
     log_dir = (req.remote_work_dir if ctx.is_remote else req.work_dir) or ""
     allocation = SlurmAllocation(
-        job_name, target.partition, target.account, target.time_limit, shape, gres, log_dir
+        job_name,
+        target.partition,
+        target.account,
+        target.time_limit,
+        shape,
+        gres,
+        log_dir,
+        log_name,
     )
-    container = Container(image=image, name=job_name, mounts=mounts.joined, workdir=mounts.project)
+    container = Container(image=image, name=log_name, mounts=mounts.joined, workdir=mounts.project)
     secrets = request_secrets(req)
     scenario = (RemoteSlurm if ctx.is_remote else LocalSlurm)(
         allocation,
@@ -159,7 +181,7 @@ def slurm_job(
         timeout_warning=req.timeout_warning_seconds,
         secrets=secrets,
     )
-    text = JobBuilder(scenario, workflow, shape).render()
+    text = JobBuilder(scenario, workflow, shape, _install(ctx)).render()
     extra: tuple[OutputFile, ...] = ()
     if ctx.is_remote and workflow.kind == "custom":
         copy = posixpath.join(req.work_dir, RUN_SCRIPT_NAME)
@@ -172,7 +194,7 @@ def slurm_job(
         **_workload_fields(workload, image),
         script_path=script_path,
         script_name=posixpath.basename(script_path),
-        log_file_pattern=f"{job_name}_%j.out",
+        log_file_pattern=f"{log_name}_%j.out",
         timeout_patterns=[TIMEOUT_PATTERN],
         extra_files=[str(f.path) for f in extra],
         slurm_params=_slurm_params(target, shape, target.gpus_per_node, gres),
@@ -198,7 +220,7 @@ def docker_job(ctx: Context, image: str, mounts: Mounts, workload: Workload) -> 
         secrets=secrets,
         passthrough_env=script_custom_env(req)[1],
     )
-    tree = JobBuilder(scenario, workflow, workload.shape).build()
+    tree = JobBuilder(scenario, workflow, workload.shape, _install(ctx)).build()
     text = render(tree)
     (docker_run,) = [node for node in tree.body if isinstance(node, DockerRun)]
     script_path = posixpath.join(req.work_dir, DOCKER_SCRIPT)
@@ -217,6 +239,11 @@ def docker_job(ctx: Context, image: str, mounts: Mounts, workload: Workload) -> 
 def perf_job(ctx: Context, target: SlurmTarget, plan: SubmitPlan) -> BuiltJob:
     """Category 4: submit.py writes the launch script when the job is written."""
     req = ctx.request
+    if req.skip_install:
+        ctx.trace.warn(
+            "skip_install: true is not honoured on the perf-sanity path: submit.py has no "
+            "option to leave out its install step, so its launch script still installs"
+        )
     devices, nodes, gpus_per_node = topology_of(plan)
     ctx.trace.chose("devices/nodes", f"{devices}/{nodes}", "config YAML hardware and parallelism")
     spec = _job_spec(

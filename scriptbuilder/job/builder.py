@@ -17,14 +17,16 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class JobBuilder:
     """``workflow`` says what runs, with the workload ``shape``; ``scenario`` says how
-    (and which task layout the steps get: one process under Docker)."""
+    (and which task layout the steps get: one process under Docker). ``install``
+    False leaves out the workflow's install step."""
 
     scenario: Scenario
     workflow: Workflow
     shape: TaskShape
+    install: bool = True
 
     def plan(self) -> WorkflowPlan:
-        return self.workflow.plan(self.scenario.step_shape(self.shape))
+        return self.workflow.plan(self.scenario.step_shape(self.shape), install=self.install)
 
     def build(self) -> SbatchScript | ShellScript:
         """The script tree."""

@@ -51,7 +51,10 @@ class Container:
 
 @dataclass(frozen=True, slots=True)
 class SlurmAllocation:
-    """What goes into the ``#SBATCH`` lines (``tasks`` without its ``mpi``)."""
+    """What goes into the ``#SBATCH`` lines (``tasks`` without its ``mpi``).
+
+    The log files are ``<log_dir>/<log_name>_%j.out|.err``; ``log_name`` defaults
+    to ``job_name``."""
 
     job_name: str
     partition: str
@@ -60,6 +63,7 @@ class SlurmAllocation:
     tasks: TaskShape
     gres: str | None
     log_dir: str
+    log_name: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
