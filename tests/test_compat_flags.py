@@ -363,8 +363,8 @@ VALUE_TABLE = [
     ("--gres", "gpu:12", accepted("#SBATCH --gres=gpu:12\n")),
     ("--gres", "gpu:a100:8", accepted("#SBATCH --gres=gpu:a100:8\n")),
     ("--gres", "gpu:h100_80gb.x-1:2", accepted("#SBATCH --gres=gpu:h100_80gb.x-1:2\n")),
-    ("--gres", "gres/gpu:4", accepted("#SBATCH --gres=gres/gpu:4\n")),
-    ("--gres", "gres/gpu:b200:4", accepted("#SBATCH --gres=gres/gpu:b200:4\n")),
+    ("--gres", "gres/gpu:4", accepted("#SBATCH --gres=gpu:4\n")),
+    ("--gres", "gres/gpu:b200:4", accepted("#SBATCH --gres=gpu:b200:4\n")),
     ("--gres", "", accepted("#SBATCH --ntasks-per-node=1\n#SBATCH --output=")),
 ]
 

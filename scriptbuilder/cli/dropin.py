@@ -80,6 +80,7 @@ def default_clock() -> datetime:
 #: Slurm's GRES form for GPUs: ``gpu:N`` or ``gpu:TYPE:N``, optionally ``gres/``
 #: first (a TYPE is not all digits, or ``gpu:4:2`` would read as a type ``4``).
 GRES = re.compile(r"(?:gres/)?gpu(?::(?![0-9]+:)[A-Za-z0-9_.-]+)?:[1-9][0-9]*")
+GRES_PREFIX = "gres/"
 
 
 def _flag(param: click.Parameter) -> str:
@@ -122,12 +123,14 @@ def _container_name(ctx: click.Context, param: click.Parameter, value: str | Non
 
 
 def _gres(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """A GRES in Slurm's form, written without its ``gres/`` prefix: sbatch 22.05
+    refuses ``--gres=gres/gpu:N`` ("Invalid generic resource specification")."""
     if value and GRES.fullmatch(value) is None:
         raise BuildError(
             f"--gres {_shown(value)} is not in Slurm's GRES form; pass gpu:N or gpu:TYPE:N "
             "(for example gpu:4 or gpu:h100:4, optionally with gres/ first), or leave it out"
         )
-    return value
+    return value.removeprefix(GRES_PREFIX)
 
 
 def _time_limit(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -186,7 +189,8 @@ COMMON_OPTIONS = (
         "--gres",
         default="",
         callback=_gres,
-        help="gpu:N or gpu:TYPE:N (gres/ first is allowed); empty means no #SBATCH --gres line.",
+        help="gpu:N or gpu:TYPE:N (a gres/ prefix is accepted and left out); empty means no "
+        "#SBATCH --gres line.",
     ),
     click.option("--docker-image", required=True, callback=_non_empty),
     click.option("--container-mounts", required=True, callback=_non_empty),
