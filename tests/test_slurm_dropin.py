@@ -8,6 +8,7 @@ import pytest
 
 from tests.script_runner import run_compat
 from tests.slurm_cluster.cluster import SlurmCluster
+from tests.test_compat_flags import base, with_flag
 
 pytestmark = pytest.mark.slurm
 
@@ -16,29 +17,8 @@ pytestmark = pytest.mark.slurm
 def test_accepted_gres_is_accepted_by_sbatch(
     slurm_cluster: SlurmCluster, tmp_path: Path, gres: str
 ) -> None:
-    result = run_compat(
-        [
-            "custom",
-            "--model-name",
-            "gres-check",
-            "--log-dir",
-            str(tmp_path / "logs"),
-            "--partition",
-            slurm_cluster.partitions["gpu"],
-            "--account",
-            "acct",
-            "--gres",
-            gres,
-            "--docker-image",
-            "img:1",
-            "--container-mounts",
-            str(tmp_path),
-            "--project-path",
-            str(tmp_path),
-            "--custom-cmd",
-            "record-argv ok",
-        ]
-    )
+    args = with_flag(base("custom", tmp_path), "--partition", slurm_cluster.partitions["gpu"])
+    result = run_compat([*args, "--gres", gres])
     assert result.exit_code == 0, result.stderr
     script = tmp_path / "job.sh"
     script.write_text(result.stdout)
