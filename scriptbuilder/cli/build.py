@@ -15,7 +15,7 @@ would have had (2 refused, 1 an OS error while writing).
 ``--explain`` also ``trace``) instead of the report, and exits as without
 ``--json``; a failed build prints its object and still ends with the one-line
 error on standard error. Both shapes are the one model
-:class:`~scriptbuilder.models.build_result.BuildResult`
+:class:`~scriptbuilder.models.build_result.BuildOutcome`
 (``scriptbuilder schema build-result``).
 """
 
@@ -36,7 +36,7 @@ from scriptbuilder.inputs.request_file import MAX_REQUEST_BYTES, parse_json, rea
 
 if TYPE_CHECKING:
     from scriptbuilder.api import BuiltJob
-    from scriptbuilder.models.build_result import BuildResult
+    from scriptbuilder.models.build_result import BuildOutcome
     from scriptbuilder.resolution.context import EnvInfo
 
 PROG = "scriptbuilder"
@@ -55,16 +55,16 @@ def _env_info(path: str | None) -> EnvInfo | None:
 
 def _built_result(
     job: BuiltJob, paths: list[Path], *, written: bool, trace: bool, line: int | None = None
-) -> BuildResult:
+) -> BuildOutcome:
     """A built job's result (see the module text)."""
-    from scriptbuilder.models.build_result import BuildResult, TraceEntry
+    from scriptbuilder.models.build_result import BuildOutcome, TraceEntry
     from scriptbuilder.resolution.secrets import mask_data
 
     entries = None
     if trace:
         masked = mask_data([list(entry) for entry in job.trace.entries], job.secrets)
         entries = [TraceEntry(field=f, value=v, rule=r) for f, v, r in masked]
-    return BuildResult(
+    return BuildOutcome(
         line=line,
         ok=True,
         exit_code=0,
@@ -77,13 +77,13 @@ def _built_result(
     )
 
 
-def _failed_result(code: int, message: str, line: int | None = None) -> BuildResult:
-    from scriptbuilder.models.build_result import BuildResult
+def _failed_result(code: int, message: str, line: int | None = None) -> BuildOutcome:
+    from scriptbuilder.models.build_result import BuildOutcome
 
-    return BuildResult(line=line, ok=False, exit_code=code, error=message)
+    return BuildOutcome(line=line, ok=False, exit_code=code, error=message)
 
 
-def _print_result(result: BuildResult) -> None:
+def _print_result(result: BuildOutcome) -> None:
     """The result as one line of JSON on standard output, its fields that do not
     apply left out (a null inside a field, as in job_spec.json, stays)."""
     data = {k: v for k, v in result.model_dump(mode="json").items() if v is not None}

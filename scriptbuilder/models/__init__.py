@@ -13,7 +13,7 @@ import json
 
 from pydantic import BaseModel
 
-from scriptbuilder.models.build_result import BuildResult, TraceEntry
+from scriptbuilder.models.build_result import BuildOutcome, TraceEntry
 from scriptbuilder.models.job_spec import SCHEMA_VERSION, JobSpec, SlurmParams
 from scriptbuilder.models.request import BuildRequest, EnvCheck, ExecutionScenario, WorkflowType
 from scriptbuilder.models.slurm_env import Partition, Pmix, SlurmEnv
@@ -21,8 +21,8 @@ from scriptbuilder.models.slurm_env import Partition, Pmix, SlurmEnv
 __all__ = [
     "SCHEMAS",
     "SCHEMA_VERSION",
+    "BuildOutcome",
     "BuildRequest",
-    "BuildResult",
     "EnvCheck",
     "ExecutionScenario",
     "JobSpec",
@@ -40,7 +40,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "request": BuildRequest,
     "slurm-env": SlurmEnv,
     "job-spec": JobSpec,
-    "build-result": BuildResult,
+    "build-result": BuildOutcome,
 }
 
 

@@ -19,7 +19,7 @@ class TraceEntry(BaseModel):
     rule: str
 
 
-class BuildResult(BaseModel):
+class BuildOutcome(BaseModel):
     """One build: what it wrote (or would write, with ``--dry-run``), job_spec.json
     and the warnings; or, when it was refused, the error and the exit status a
     single build would end with. Fields that do not apply are left out."""
