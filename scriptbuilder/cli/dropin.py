@@ -91,10 +91,21 @@ def _shown(value: str) -> str:
     return repr(value if len(value) <= 40 else value[:37] + "...")
 
 
+#: What to pass instead of an empty value, per flag.
+_NEEDED = {
+    "--model-name": "the model's name (for example Llama-3.1-8B)",
+    "--partition": "the Slurm partition",
+    "--account": "the Slurm account",
+    "--docker-image": "the container image",
+    "--container-mounts": "the mounts as SRC:DST[,SRC:DST...]",
+}
+
+
 def _non_empty(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """A flag whose value Slurm or pyxis needs: empty or blank is refused."""
     if not value.strip():
-        raise BuildError(f"{_flag(param)} is empty; pass a value (it is required)")
+        flag = _flag(param)
+        raise BuildError(f"{flag} is empty; pass {_NEEDED[flag]}")
     return value
 
 
