@@ -110,6 +110,7 @@ def _non_empty(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
 
 def _model_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """It names the job and the log files: not empty, no ``/``, no whitespace."""
     _non_empty(ctx, param, value)
     if "/" in value:
         raise BuildError(
@@ -118,7 +119,7 @@ def _model_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
         )
     if any(char.isspace() for char in value):
         raise BuildError(
-            f"--model-name {value!r} contains whitespace, but it names the job and its log "
+            f"--model-name {_shown(value)} contains whitespace, but it names the job and its log "
             "files; use '_' or '-' instead (for example Llama-3.1-8B)"
         )
     return value
@@ -127,7 +128,7 @@ def _model_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
 def _container_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is not None and "/" in value:
         raise BuildError(
-            f"--container-name {value!r} contains a '/', which pyxis cannot name a container "
+            f"--container-name {_shown(value)} contains a '/', which pyxis cannot name a container "
             "with; use '_' or '-' instead"
         )
     return value
