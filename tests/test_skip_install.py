@@ -16,6 +16,8 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from tests.build_env import BuildEnv, make_build_env
+from tests.orchestrator_env import SCENARIOS as ORCHESTRATOR_SCENARIOS
+from tests.orchestrator_env import fake_ssh, orchestrator_request
 from tests.script_runner import check_syntax
 from tests.slurm_cluster.cluster import SlurmCluster
 from tests.test_build_perf import AGGR, SERVER
@@ -64,6 +66,14 @@ def test_skip_install_removes_only_the_install_step(
     step_lines = [line for line in default.script_text.splitlines() if line.startswith("# ")]
     kept = [line for line in step_lines if line != "# install the project"]
     assert [line for line in job.script_text.splitlines() if line.startswith("# ")] == kept
+
+
+@pytest.mark.parametrize("scenario", ORCHESTRATOR_SCENARIOS)
+def test_skip_install_from_the_orchestrator(build_env: BuildEnv, scenario: str) -> None:
+    request = {**orchestrator_request(build_env, scenario, "pytest"), "skip_install": True}
+    job = build_env.build(request, ssh=fake_ssh([]))
+    assert INSTALL not in job.script_text
+    assert job.job_spec_data["skip_install"] is True
 
 
 def test_explain_names_the_reason(build_env: BuildEnv, tmp_path: Path) -> None:
