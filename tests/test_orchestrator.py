@@ -308,13 +308,17 @@ def test_a_misspelt_orchestrator_field_is_still_refused(
     assert snapshot_tree(build_env.work_dir) == before
 
 
-def test_job_name_that_differs_is_recorded_as_a_warning(build_env: BuildEnv) -> None:
+def test_job_name_names_the_slurm_job_and_logs_keep_the_model_name(build_env: BuildEnv) -> None:
     request = orchestrator_request(build_env, "remote_slurm", "pytest")
     job = build_env.build(request, ssh=fake_ssh([]))
-    assert job.job_spec_data["job_name"] == "qwen3_30b_auto_test"
-    assert any(
-        "job_name 'qwen3_30b_remote' from the request is not used" in w for w in job.warnings
-    )
+    spec = job.job_spec_data
+    assert spec["job_name"] == "qwen3_30b_remote"
+    assert "#SBATCH --job-name=qwen3_30b_remote\n" in job.script_text
+    assert spec["log_file_pattern"] == "qwen3_30b_auto_test_%j.out"
+    assert "/qwen3_30b_auto_test_%j.out\n" in job.script_text
+    assert "--container-name=qwen3_30b_auto_test " in job.script_text
+    assert not any("job_name" in w for w in job.warnings)
+    assert ("job_name", "qwen3_30b_remote", "job_name input") in job.trace.choices
 
 
 def test_password_is_never_shown(build_env: BuildEnv) -> None:

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slurm
     ("model", "log_folder"),
     [
         ("plain", "logs"),
-        ("with space", "log dir"),
+        ("with_underscore", "log dir"),
         ("q\"uote's", "a#hash"),
         ("dots.and-dashes", "100%"),
         ("ünïcode", "x%jy"),

@@ -11,8 +11,12 @@ command line is read (exit 2, one line): more nodes or tasks per node than a
 Slurm job is given (:data:`~scriptbuilder.inputs.command_check.MAX_NODES`,
 :data:`~scriptbuilder.inputs.command_check.MAX_TASKS_PER_NODE`), an ``--mpi``
 value that is no Slurm MPI plugin, a ``--time-limit`` in none of Slurm's
-formats, a ``/`` in ``--model-name``, and commands bash cannot run (the checks
-of :mod:`scriptbuilder.inputs.command_check`, as for a request). The script
+formats, an empty ``--model-name``, ``--partition``, ``--account``,
+``--docker-image`` or ``--container-mounts``, a ``/`` or whitespace in
+``--model-name``, a ``/`` in ``--container-name``, a ``--gres`` not in Slurm's
+GRES form, and commands bash cannot run (the checks of
+:mod:`scriptbuilder.inputs.command_check`, as for a request). Each rule is one
+click callback on the flags it applies to. The script
 goes to ``--output`` or standard output as bytes; the log folder is created
 only once the script is out.
 """
@@ -75,13 +79,72 @@ def default_clock() -> datetime:
 # ------------------------------------------------------------------ flags
 
 
+#: Slurm's GRES form for GPUs: ``gpu:N`` or ``gpu:TYPE:N``, optionally ``gres/``
+#: first (a TYPE is not all digits, or ``gpu:4:2`` would read as a type ``4``).
+GRES = re.compile(r"(?:gres/)?gpu(?::(?![0-9]+:)[A-Za-z0-9_.-]+)?:[1-9][0-9]*")
+GRES_PREFIX = "gres/"
+
+
+def _flag(param: click.Parameter) -> str:
+    return param.opts[0]
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= 40 else value[:37] + "...")
+
+
+#: What to pass instead of an empty value, per flag.
+_NEEDED = {
+    "--model-name": "the model's name (for example Llama-3.1-8B)",
+    "--partition": "the Slurm partition",
+    "--account": "the Slurm account",
+    "--docker-image": "the container image",
+    "--container-mounts": "the mounts as SRC:DST[,SRC:DST...]",
+}
+
+
+def _non_empty(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """A flag whose value Slurm or pyxis needs: empty or blank is refused."""
+    if not value.strip():
+        flag = _flag(param)
+        raise BuildError(f"{flag} is empty; pass {_NEEDED[flag]}")
+    return value
+
+
 def _model_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """It names the job and the log files: not empty, no ``/``, no whitespace."""
+    _non_empty(ctx, param, value)
     if "/" in value:
         raise BuildError(
             f"--model-name {value!r} contains a '/', but it names the job and its log "
             "files; pass the last part only (for example Llama-3.1-8B)"
         )
+    if any(char.isspace() for char in value):
+        raise BuildError(
+            f"--model-name {_shown(value)} contains whitespace, but it names the job and its log "
+            "files; use '_' or '-' instead (for example Llama-3.1-8B)"
+        )
     return value
+
+
+def _container_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and "/" in value:
+        raise BuildError(
+            f"--container-name {_shown(value)} contains a '/', which pyxis cannot name a container "
+            "with; use '_' or '-' instead"
+        )
+    return value
+
+
+def _gres(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """A GRES in Slurm's form, written without its ``gres/`` prefix: sbatch 22.05
+    refuses ``--gres=gres/gpu:N`` ("Invalid generic resource specification")."""
+    if value and GRES.fullmatch(value) is None:
+        raise BuildError(
+            f"--gres {_shown(value)} is not in Slurm's GRES form; pass gpu:N or gpu:TYPE:N "
+            "(for example gpu:4 or gpu:h100:4, optionally with gres/ first), or leave it out"
+        )
+    return value.removeprefix(GRES_PREFIX)
 
 
 def _time_limit(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -90,9 +153,8 @@ def _time_limit(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
 def _mpi(ctx: click.Context, param: click.Parameter, value: str) -> str:
     if MPI_PLUGIN.fullmatch(value) is None:
-        shown = value if len(value) <= 40 else value[:37] + "..."
         raise BuildError(
-            f"--mpi {shown!r} is not a Slurm MPI plugin; pass none, pmi2, pmix, "
+            f"--mpi {_shown(value)} is not a Slurm MPI plugin; pass none, pmi2, pmix, "
             "pmix_v<N> (for example pmix_v4) or cray_shasta"
         )
     return value
@@ -127,8 +189,8 @@ COMMON_OPTIONS = (
     click.option(
         "--local-log-dir", help="Directory created locally instead of --log-dir (remote runs)."
     ),
-    click.option("--partition", required=True),
-    click.option("--account", required=True),
+    click.option("--partition", required=True, callback=_non_empty),
+    click.option("--account", required=True, callback=_non_empty),
     click.option("--time-limit", default="02:00:00", show_default=True, callback=_time_limit),
     click.option("--nodes", type=click.IntRange(1, MAX_NODES), default=1, show_default=True),
     click.option("--ntasks", type=click.IntRange(min=1), default=1, show_default=True),
@@ -137,10 +199,18 @@ COMMON_OPTIONS = (
         type=click.IntRange(1, MAX_TASKS_PER_NODE),
         help="Default: ceil(ntasks / nodes), which is 1 for the default single task.",
     ),
-    click.option("--gres", default="", help="Empty means no #SBATCH --gres line."),
-    click.option("--docker-image", required=True),
-    click.option("--container-mounts", required=True),
-    click.option("--container-name", help="Default: <model-name>_<subcommand>."),
+    click.option(
+        "--gres",
+        default="",
+        callback=_gres,
+        help="gpu:N or gpu:TYPE:N (a gres/ prefix is accepted and left out); empty means no "
+        "#SBATCH --gres line.",
+    ),
+    click.option("--docker-image", required=True, callback=_non_empty),
+    click.option("--container-mounts", required=True, callback=_non_empty),
+    click.option(
+        "--container-name", callback=_container_name, help="Default: <model-name>_<subcommand>."
+    ),
     click.option("--container-workdir", help="Default: --project-path."),
     click.option("--project-path", required=True),
     click.option(

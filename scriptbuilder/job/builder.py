@@ -41,14 +41,16 @@ DOCKER_SCRIPT = "docker_cmd.sh"
 @dataclass(frozen=True)
 class JobBuilder:
     """``workflow`` says what runs, with the workload ``shape``; ``scenario`` says how
-    (and which task layout the steps get: one process under Docker)."""
+    (and which task layout the steps get: one process under Docker). ``install``
+    False leaves out the workflow's install step."""
 
     scenario: Scenario
     workflow: Workflow
     shape: TaskShape
+    install: bool = True
 
     def plan(self) -> WorkflowPlan:
-        return self.workflow.plan(self.scenario.step_shape(self.shape))
+        return self.workflow.plan(self.scenario.step_shape(self.shape), install=self.install)
 
     def build(self) -> SbatchScript | ShellScript:
         """The script tree."""
@@ -137,6 +139,15 @@ def _slurm_params(
     )
 
 
+def _install(ctx: Context) -> bool:
+    """Whether the script installs the project first (``skip_install`` says no)."""
+    if ctx.request.skip_install:
+        ctx.trace.chose("install step", "left out", "skip_install: true")
+        return False
+    ctx.trace.chose("install step", "pip install -e . first", "default (skip_install not true)")
+    return True
+
+
 def _built(
     ctx: Context,
     spec: dict[str, Any],
@@ -180,12 +191,25 @@ def _slurm_job(
     workflow, model, shape = workload.workflow, workload.model_name, workload.shape
     _check_counts(ctx, target, shape.nodes, shape.ntasks)
     gres = gres_flag(ctx, target, workload.required_devices if workload.exact_devices else None)
-    job_name = workflow.job_name(model)
+    # The log files and the container are named after the model, the job as asked.
+    log_name = workflow.job_name(model)
+    job_name = ctx.trace.chose(
+        "job_name",
+        req.job_name or log_name,
+        "job_name input" if req.job_name else f"<model_name>_{workflow.job_suffix}",
+    )
     log_dir = (req.remote_work_dir if ctx.is_remote else req.work_dir) or ""
     allocation = SlurmAllocation(
-        job_name, target.partition, target.account, target.time_limit, shape, gres, log_dir
+        job_name,
+        target.partition,
+        target.account,
+        target.time_limit,
+        shape,
+        gres,
+        log_dir,
+        log_name,
     )
-    container = Container(image=image, name=job_name, mounts=mounts.joined, workdir=mounts.project)
+    container = Container(image=image, name=log_name, mounts=mounts.joined, workdir=mounts.project)
     scenario = (RemoteSlurm if ctx.is_remote else LocalSlurm)(
         allocation,
         container,
@@ -194,7 +218,7 @@ def _slurm_job(
         timeout_warning=req.timeout_warning_seconds,
         secrets=request_secrets(req),
     )
-    text = JobBuilder(scenario, workflow, shape).render()
+    text = JobBuilder(scenario, workflow, shape, _install(ctx)).render()
     extra = tuple(
         OutputFile(posixpath.join(req.work_dir, name), content, 0o755)
         for name, content in workflow.extra_files()
@@ -208,7 +232,7 @@ def _slurm_job(
         workload,
         script_path=script_path,
         script_name=posixpath.basename(script_path),
-        log_file_pattern=f"{job_name}_%j.out",
+        log_file_pattern=f"{log_name}_%j.out",
         timeout_patterns=[TIMEOUT_PATTERN],
         extra_files=[f.path for f in extra],
         slurm_params=_slurm_params(target, shape, target.gpus_per_node, gres),
@@ -232,7 +256,7 @@ def _docker_job(ctx: Context, image: str, mounts: Mounts, workload: Workload) ->
         secrets=request_secrets(req),
         passthrough_env=script_custom_env(req)[1],
     )
-    tree = JobBuilder(scenario, workflow, workload.shape).build()
+    tree = JobBuilder(scenario, workflow, workload.shape, _install(ctx)).build()
     (docker_run,) = [node for node in tree.body if isinstance(node, DockerRun)]
     spec = _job_spec(
         ctx,
@@ -251,6 +275,11 @@ def _submit_job(
 ) -> BuiltJob:
     """Category 4: submit.py writes the launch script when the job is written."""
     req, shape = ctx.request, workload.shape
+    if req.skip_install:
+        ctx.trace.warn(
+            "skip_install: true is not honoured on the perf-sanity path: submit.py has no "
+            "option to leave out its install step, so its launch script still installs"
+        )
     _check_counts(ctx, target, workload.node_count, workload.required_devices)
     gpn = shape.ntasks_per_node
     spec = _job_spec(

@@ -1,4 +1,5 @@
-"""The pydantic models: the build request, slurm_env.json and job_spec.json.
+"""The pydantic models: the build request, slurm_env.json, job_spec.json and the
+machine-readable result of a build.
 
 They are the one declaration and the one validator of those shapes;
 ``scriptbuilder schema NAME`` prints their JSON Schemas (:func:`json_schema`),
@@ -12,6 +13,7 @@ import json
 
 from pydantic import BaseModel
 
+from scriptbuilder.models.build_result import BuildOutcome, TraceEntry
 from scriptbuilder.models.job_spec import SCHEMA_VERSION, JobSpec, SlurmParams
 from scriptbuilder.models.request import BuildRequest, EnvCheck, ExecutionScenario, WorkflowType
 from scriptbuilder.models.slurm_env import Partition, Pmix, SlurmEnv
@@ -19,6 +21,7 @@ from scriptbuilder.models.slurm_env import Partition, Pmix, SlurmEnv
 __all__ = [
     "SCHEMAS",
     "SCHEMA_VERSION",
+    "BuildOutcome",
     "BuildRequest",
     "EnvCheck",
     "ExecutionScenario",
@@ -27,6 +30,7 @@ __all__ = [
     "Pmix",
     "SlurmEnv",
     "SlurmParams",
+    "TraceEntry",
     "WorkflowType",
     "json_schema",
 ]
@@ -36,6 +40,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "request": BuildRequest,
     "slurm-env": SlurmEnv,
     "job-spec": JobSpec,
+    "build-result": BuildOutcome,
 }
 
 

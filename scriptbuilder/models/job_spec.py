@@ -56,7 +56,10 @@ class JobSpec(BaseModel):
         "(Slurm), Docker's REGISTRY/IMAGE for docker run."
     )
     container_image: str = Field(description="The same image in Docker's REGISTRY/IMAGE form.")
-    job_name: str = Field(description="The job's name (Slurm job name, container name).")
+    job_name: str = Field(
+        description="The Slurm job name (the request's job_name, else <model_name>_<suffix>); "
+        "for local_docker the container name."
+    )
     required_devices: int
     required_devices_source: str | None = Field(
         None, description="What decided required_devices (pytest: the test's evidence)."

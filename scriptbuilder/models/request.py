@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, StringConstraints
+from pydantic_core import PydanticCustomError
 
 from scriptbuilder.models.fields import OneLine, Text
 
@@ -20,6 +21,27 @@ DEFAULT_SECRET_PATTERNS = ("*TOKEN*", "*SECRET*", "*PASSWORD*", "*KEY*")
 Duration = Annotated[
     str, StringConstraints(pattern=r"^([0-9]+[hms]|[0-9]+:[0-5][0-9]:[0-5][0-9])$")
 ]
+
+
+def _job_name(value: str) -> str:
+    """A Slurm job name the executors can submit with ``-J`` and find again with
+    ``squeue --name``: some text, no control character, no comma (``--name`` takes
+    a comma-separated list)."""
+    if not value.strip():
+        raise PydanticCustomError("job_name", "must not be blank")
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
+        raise PydanticCustomError(
+            "job_name", "holds a control character, which squeue would show garbled"
+        )
+    if "," in value:
+        raise PydanticCustomError(
+            "job_name", "holds a comma, which squeue --name would read as two names"
+        )
+    return value
+
+
+#: The caller's Slurm job name (a :data:`OneLine` checked by :func:`_job_name`).
+JobName = Annotated[OneLine, AfterValidator(_job_name)]
 
 
 class EnvCheck(BaseModel):
@@ -109,11 +131,18 @@ class BuildRequest(BaseModel):
         description="GPUs per node the caller expects; must equal what the build derives.",
     )
     # ... or carried through to job_spec.json for the executors.
-    job_name: OneLine | None = Field(
-        None, description="The caller's job name; job_spec.json records the name the script uses."
+    job_name: JobName | None = Field(
+        None,
+        description="The Slurm job name (#SBATCH --job-name and job_spec.json job_name; "
+        "default <model_name>_<workflow suffix>). Log files keep the model-derived name. "
+        "No comma or control character.",
     )
     build_project: bool | None = Field(None, description="Build the checkout first (executors).")
-    skip_install: bool | None = Field(None, description="Skip the install step (executors).")
+    skip_install: bool | None = Field(
+        None,
+        description="true: leave out the install step (pip install -e . and the requirements) "
+        "when the image already holds TensorRT-LLM. Default: install first.",
+    )
     monitor_timeout: Duration | None = Field(
         None, description="How long the executor watches the job: 1h, 30m, 3600s or HH:MM:SS."
     )

@@ -74,9 +74,10 @@ def directives(alloc: SlurmAllocation, warning: int | None) -> tuple[Directive, 
     ]
     if alloc.gres:
         lines.append(Directive("gres", alloc.gres))
+    log_name = alloc.log_name or alloc.job_name
     lines += [
-        Directive("output", log_path(alloc.log_dir, alloc.job_name, "out")),
-        Directive("error", log_path(alloc.log_dir, alloc.job_name, "err")),
+        Directive("output", log_path(alloc.log_dir, log_name, "out")),
+        Directive("error", log_path(alloc.log_dir, log_name, "err")),
     ]
     return tuple(lines)
 

@@ -49,7 +49,10 @@ class Container:
 
 @dataclass(frozen=True, slots=True)
 class SlurmAllocation:
-    """What goes into the ``#SBATCH`` lines (``tasks`` without its ``mpi``)."""
+    """What goes into the ``#SBATCH`` lines (``tasks`` without its ``mpi``).
+
+    The log files are ``<log_dir>/<log_name>_%j.out|.err``; ``log_name`` defaults
+    to ``job_name``."""
 
     job_name: str
     partition: str
@@ -58,6 +61,7 @@ class SlurmAllocation:
     tasks: TaskShape
     gres: str | None
     log_dir: str
+    log_name: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -141,10 +141,11 @@ class Workflow(ABC):
     def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:
         """The steps after the install step."""
 
-    def plan(self, shape: TaskShape) -> WorkflowPlan:
-        return WorkflowPlan(
-            env=self.env(), steps=(self.install_step(shape), *self.workload_steps(shape))
-        )
+    def plan(self, shape: TaskShape, *, install: bool = True) -> WorkflowPlan:
+        """The exports and the steps; the install step first unless ``install`` is False
+        (the image already holds the project)."""
+        install_steps = (self.install_step(shape),) if install else ()
+        return WorkflowPlan(env=self.env(), steps=(*install_steps, *self.workload_steps(shape)))
 
 
 def optional_requirements(path: str) -> If:
