@@ -1,0 +1,1 @@
+"""The job's life after the build: submit, status, watch, cancel, verdict."""
