@@ -16,7 +16,7 @@ Functions, in the order a submit calls them:
   one is made without a shell (``salloc --no-shell``, job name
   ``<account>-trtllm.persistent`` as the executor names it, waiting at most
   :data:`GRANT_WAIT_SECONDS` for the grant) and recorded (atomic write).
-- :func:`start` ``(job_spec, allocation, transport, *, now) -> PersistentRun``:
+- :func:`start` ``(job_spec, allocation, transport, *, reused) -> PersistentRun``:
   starts ``bash <script_path>`` detached from the caller (``setsid``), in
   ``work_dir``, with the ``SLURM_*`` variables the executor exports
   (``SLURM_JOB_ID, SLURM_JOB_NUM_NODES, SLURM_NNODES, SLURM_NTASKS,
@@ -29,7 +29,8 @@ Functions, in the order a submit calls them:
   (atomically: the file is whole or absent). The returned
   :class:`PersistentRun` holds the allocation's job id, the pid of the
   process group leader and both paths.
-- :func:`submit` ``(job_spec, transport, *, now) -> PersistentRun``: the two above.
+- :func:`submit` ``(job_spec, transport, *, now) -> PersistentRun``: the two above
+  (``now`` is the clock of the record's ``allocated_at``).
 - :func:`exit_status` ``(transport, status_path) -> int | None``: the script's
   exit status, None while it has not ended (or never started).
 - :func:`running` ``(transport, pid) -> bool``: whether the script's process
@@ -381,10 +382,11 @@ def _slurm_env(
 
 
 def _end_time(
-    job_spec: Mapping[str, Any], allocation: Allocation, transport: Transport, now: datetime
+    job_spec: Mapping[str, Any], allocation: Allocation, transport: Transport
 ) -> int | None:
-    """The earlier of the job's time limit from ``now`` and the allocation's end
-    (epoch seconds); None when neither has a limit."""
+    """The earlier of the job's time limit from now and the allocation's end
+    (epoch seconds, by this machine's clock: the script compares it with
+    ``date +%s``); None when neither has a limit."""
     limits: list[int] = []
     try:
         minutes = time_limit_minutes(str(_params(job_spec).get("time_limit") or "infinite"))
@@ -395,7 +397,7 @@ def _end_time(
     live = _live(transport, allocation.job_id)
     if live is not None and live.seconds_left is not None:
         limits.append(live.seconds_left)
-    return int(now.timestamp()) + min(limits) if limits else None
+    return int(time.time()) + min(limits) if limits else None
 
 
 def _inherited_slurm_names() -> list[str]:
@@ -410,7 +412,6 @@ def start(
     allocation: Allocation,
     transport: Transport,
     *,
-    now: datetime,
     reused: bool = False,
 ) -> PersistentRun:
     """Start the job's script detached inside ``allocation`` (see the module text)."""
@@ -420,7 +421,7 @@ def start(
     for stale in (status_path, pid_path):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(stale)
-    end_time = _end_time(job_spec, allocation, transport, now)
+    end_time = _end_time(job_spec, allocation, transport)
     env = _slurm_env(job_spec, allocation, end_time)
     unset = [arg for name in ("ENVIRONMENT", *_inherited_slurm_names()) for arg in ("-u", name)]
     argv = [
@@ -466,7 +467,7 @@ def _wait_for_pid(transport: Transport, pid_path: str) -> int:
 def submit(job_spec: Mapping[str, Any], transport: Transport, *, now: datetime) -> PersistentRun:
     """:func:`acquire` then :func:`start`."""
     allocation, reused = acquire(job_spec, transport, now=now)
-    return start(job_spec, allocation, transport, now=now, reused=reused)
+    return start(job_spec, allocation, transport, reused=reused)
 
 
 def exit_status(transport: Transport, status_path: str) -> int | None:

@@ -1,0 +1,236 @@
+"""local_slurm persistent mode on the real one-node Slurm (tests/slurm_cluster).
+
+A build with ``persistent_mode`` runs inside the held allocation named by
+``<repo_root>/work_dirs/.slurm_alloc.json``: the first job makes and records one
+(without a shell), the next reuses it, the script's own exit status and log are
+kept, ``release`` frees it, and a record of an allocation that is dead or in another
+partition is not reused.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import re
+import signal
+import time
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scriptbuilder.lifecycle import allocation
+from scriptbuilder.lifecycle.transport import LocalTransport
+from tests.build_env import BuildEnv, make_build_env
+from tests.slurm_cluster.cluster import SlurmCluster
+from tests.test_slurm_jobs import cluster_slurm_env
+
+pytestmark = pytest.mark.slurm
+
+NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+JOB_NAME = "acct-trtllm.persistent"
+
+
+@pytest.fixture
+def slurm_shell(slurm_cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch) -> SlurmCluster:
+    """Slurm commands of this process reach the test cluster (SLURM_CONF, tools on PATH)."""
+    for name, value in slurm_cluster.env.items():
+        if name in ("SLURM_CONF", "PATH"):
+            monkeypatch.setenv(name, value)
+    return slurm_cluster
+
+
+@pytest.fixture
+def checkout(slurm_shell: SlurmCluster, tmp_path: Path) -> Iterator[BuildEnv]:
+    """A checkout whose allocation is released (and any left by a test cancelled) at the end."""
+    env = make_build_env(tmp_path)
+    env.slurm_env(**cluster_slurm_env(slurm_shell))
+    yield env
+    allocation.release(env.repo, LocalTransport())
+    slurm_shell.run("scancel", f"--name={JOB_NAME}")
+
+
+def build(env: BuildEnv, name: str, command: str, **fields: Any) -> dict[str, Any]:
+    """Build a persistent-mode custom job into its own work_dir; its job_spec.json."""
+    work_dir = env.root / name
+    work_dir.mkdir()
+    (work_dir / "slurm_env.json").write_text((env.work_dir / "slurm_env.json").read_text())
+    request = env.request(
+        "custom",
+        work_dir=str(work_dir),
+        custom_cmd=command,
+        model_name=name,
+        required_devices=1,
+        time_limit="00:10:00",
+        models_path=str(env.root),
+        **fields,
+    )
+    env.build(request, environ={"HOME": str(env.root)}, machine=platform.machine).write()
+    spec: dict[str, Any] = json.loads((work_dir / "job_spec.json").read_text())
+    assert spec["persistent_mode"] is True, spec
+    return spec
+
+
+def wait_for_exit(run: allocation.PersistentRun, timeout: float = 120.0) -> int:
+    transport = LocalTransport()
+    deadline = time.monotonic() + timeout
+    while (status := allocation.exit_status(transport, run.status_path)) is None:
+        assert time.monotonic() < deadline, f"no exit status after {timeout:g}s:\n{log_of(run)}"
+        time.sleep(0.2)
+    return status
+
+
+def log_of(run: allocation.PersistentRun) -> str:
+    try:
+        return Path(run.log_path).read_text(errors="replace")
+    except FileNotFoundError:
+        return "<no log>"
+
+
+def job_state(cluster: SlurmCluster, job_id: str) -> str:
+    return cluster.show_job(int(job_id)).get("JobState", "")
+
+
+def salloc(cluster: SlurmCluster, partition: str) -> str:
+    """A held allocation made by hand, as the executor makes one."""
+    done = cluster.run(
+        "salloc",
+        "--no-shell",
+        f"--job-name={JOB_NAME}",
+        f"--partition={partition}",
+        "--nodes=1",
+        "--time=01:00:00",
+        timeout=120,
+    )
+    granted = re.search(r"Granted job allocation (\d+)", done.stderr)
+    assert granted, done.stderr
+    return granted.group(1)
+
+
+def record(env: BuildEnv) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(allocation.record_path(env.repo).read_text())
+    return data
+
+
+def write_record(env: BuildEnv, spec: dict[str, Any], job_id: str, partition: str) -> None:
+    path = allocation.record_path(env.repo)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fields = {
+        "job_id": job_id,
+        "container_name": spec["container_name"],
+        "nodelist": "",
+        "partition": partition,
+        "account": "acct",
+        "nodes": 1,
+        "gpus_per_node": 8,
+        "docker_image": spec["docker_image"],
+        "container_mounts": spec["container_mounts"],
+        "allocated_at": "2026-01-02T03:00:00",
+        "time_limit": "01:00:00",
+        "installed": True,
+    }
+    path.write_text(json.dumps(fields))
+
+
+def test_first_job_makes_and_records_an_allocation_the_next_reuses(
+    checkout: BuildEnv, slurm_shell: SlurmCluster
+) -> None:
+    transport = LocalTransport()
+    first = build(checkout, "first", "echo first job here")
+    run = allocation.submit(first, transport, now=NOW)
+    assert not run.reused
+    rec = record(checkout)
+    assert rec["job_id"] == run.allocation_job_id
+    assert rec["partition"] == "gpu" and rec["account"] == "acct" and rec["nodes"] == 1
+    assert rec["docker_image"] == first["docker_image"]
+    assert rec["container_name"] == first["container_name"]
+    assert rec["nodelist"] == slurm_shell.hostname
+    assert rec["allocated_at"] == "2026-01-02T03:04:05+00:00"
+    assert set(rec) == {
+        *("job_id", "container_name", "nodelist", "partition", "account", "nodes"),
+        *("gpus_per_node", "docker_image", "container_mounts", "allocated_at"),
+        *("time_limit", "installed"),
+    }
+    info = slurm_shell.show_job(int(run.allocation_job_id))
+    assert info["JobName"] == JOB_NAME and info["JobState"] == "RUNNING", info
+    assert info.get("BatchFlag") == "0", info  # no batch script: a held allocation
+
+    assert wait_for_exit(run) == 0, log_of(run)
+    log = log_of(run)
+    assert run.log_path == str(Path(first["work_dir"]) / "first_custom.log")
+    assert f"Job {run.allocation_job_id} started at" in log
+    assert "first job here" in log
+    assert re.search(rf"Job {run.allocation_job_id} finished at .+ with exit code 0", log), log
+    assert job_state(slurm_shell, run.allocation_job_id) == "RUNNING"  # held for the next
+
+    second = build(checkout, "second", "echo second job; exit 3")
+    again = allocation.submit(second, transport, now=NOW)
+    assert again.reused and again.allocation_job_id == run.allocation_job_id
+    assert wait_for_exit(again) == 3, log_of(again)
+    assert "second job" in log_of(again)
+    assert re.search(r"finished at .+ with exit code 3", log_of(again)), log_of(again)
+    assert record(checkout)["job_id"] == run.allocation_job_id
+
+
+def test_release_frees_the_allocation(checkout: BuildEnv, slurm_shell: SlurmCluster) -> None:
+    transport = LocalTransport()
+    spec = build(checkout, "job", "true")
+    run = allocation.submit(spec, transport, now=NOW)
+    assert wait_for_exit(run) == 0, log_of(run)
+    assert allocation.release(checkout.repo, transport) == run.allocation_job_id
+    assert not allocation.record_path(checkout.repo).exists()
+    deadline = time.monotonic() + 30
+    while job_state(slurm_shell, run.allocation_job_id) not in ("CANCELLED", ""):
+        assert time.monotonic() < deadline, slurm_shell.show_job(int(run.allocation_job_id))
+        time.sleep(0.2)
+    assert allocation.release(checkout.repo, transport) is None
+
+
+def test_record_of_a_dead_allocation_is_not_reused(
+    checkout: BuildEnv, slurm_shell: SlurmCluster
+) -> None:
+    spec = build(checkout, "job", "true")
+    dead = salloc(slurm_shell, "gpu")
+    slurm_shell.run("scancel", dead)
+    write_record(checkout, spec, dead, "gpu")
+    run = allocation.submit(spec, LocalTransport(), now=NOW)
+    assert not run.reused and run.allocation_job_id != dead
+    assert record(checkout)["job_id"] == run.allocation_job_id
+    assert wait_for_exit(run) == 0, log_of(run)
+
+
+def test_allocation_in_another_partition_is_not_reused(
+    checkout: BuildEnv, slurm_shell: SlurmCluster
+) -> None:
+    spec = build(checkout, "job", "true")
+    other = salloc(slurm_shell, "cpu")
+    write_record(checkout, spec, other, "cpu")
+    run = allocation.submit(spec, LocalTransport(), now=NOW)
+    assert not run.reused and run.allocation_job_id != other
+    assert record(checkout)["partition"] == "gpu"
+    assert wait_for_exit(run) == 0, log_of(run)
+    assert job_state(slurm_shell, other) == "CANCELLED"  # the stale one is not left holding
+
+
+def test_stop_ends_the_script_and_keeps_the_allocation(
+    checkout: BuildEnv, slurm_shell: SlurmCluster
+) -> None:
+    transport = LocalTransport()
+    spec = build(checkout, "job", "echo sleeping; sleep 300")
+    run = allocation.submit(spec, transport, now=NOW)
+    deadline = time.monotonic() + 60
+    while "sleeping" not in log_of(run):
+        assert time.monotonic() < deadline, log_of(run)
+        time.sleep(0.2)
+    assert allocation.running(transport, run.pid)
+    allocation.stop(transport, run.pid)
+    assert wait_for_exit(run, timeout=60) == 128 + signal.SIGTERM, log_of(run)
+    deadline = time.monotonic() + 10
+    while allocation.running(transport, run.pid):
+        assert time.monotonic() < deadline, "the script's processes outlived its exit status"
+        time.sleep(0.1)
+    assert job_state(slurm_shell, run.allocation_job_id) == "RUNNING"
+    steps = slurm_shell.run("squeue", "--steps", "--noheader", "--jobs", run.allocation_job_id)
+    assert steps.stdout.strip() == "", steps.stdout  # its srun step ended with it
