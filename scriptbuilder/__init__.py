@@ -13,8 +13,9 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from scriptbuilder.api import BuildResult, BuiltJob, build, build_many
+    from scriptbuilder.lifecycle import submit
 
-__all__ = ["BuildResult", "BuiltJob", "__version__", "build", "build_many"]
+__all__ = ["BuildResult", "BuiltJob", "__version__", "build", "build_many", "submit"]
 
 
 def __getattr__(name: str) -> Any:
@@ -22,4 +23,8 @@ def __getattr__(name: str) -> Any:
         from scriptbuilder import api
 
         return getattr(api, name)
+    if name == "submit":  # the job's life after the build (scriptbuilder.lifecycle)
+        from scriptbuilder.lifecycle import submit
+
+        return submit
     raise AttributeError(f"module 'scriptbuilder' has no attribute {name!r}")

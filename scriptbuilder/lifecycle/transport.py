@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -50,7 +50,11 @@ class Transport(Protocol):
 
 
 class LocalTransport:
-    """This machine: commands by :func:`subprocess.run`, files by seek and read."""
+    """This machine: commands by :func:`subprocess.run` (with ``env`` when given, else
+    this process's environment), files by seek and read."""
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        self.env = dict(env) if env is not None else None
 
     def describe(self) -> str:
         return "local"
@@ -59,7 +63,9 @@ class LocalTransport:
         self, argv: Sequence[str], *, stdin: bytes | None = None, timeout: float = 60.0
     ) -> subprocess.CompletedProcess[bytes]:
         try:
-            return subprocess.run(list(argv), input=stdin, capture_output=True, timeout=timeout)
+            return subprocess.run(
+                list(argv), input=stdin, capture_output=True, timeout=timeout, env=self.env
+            )
         except FileNotFoundError:
             raise TransportError(f"{argv[0]}: command not found (is it on PATH?)") from None
         except subprocess.TimeoutExpired:
