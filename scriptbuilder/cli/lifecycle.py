@@ -15,6 +15,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -23,8 +24,38 @@ from scriptbuilder.cli.group import fail, write_out
 
 if TYPE_CHECKING:
     from scriptbuilder.lifecycle.run import Status
+    from scriptbuilder.lifecycle.transport import Transport
 
 WORK_DIR = click.argument("work_dir", metavar="WORK_DIR", type=click.Path(file_okay=False))
+
+
+def _check_ssh_options(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> tuple[str, ...]:
+    for value in values:
+        key, sep, _ = value.partition("=")
+        if not sep or not key.isalnum() or "\n" in value:
+            raise click.BadParameter(f"{value!r} is not KEY=VALUE (e.g. Port=2222)", ctx, param)
+    return values
+
+
+def ssh_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--ssh-option KEY=VALUE`` (repeatable) and ``--control-path PATH``: how ssh
+    reaches a remote_slurm build's login node (see :func:`_ssh_transport`)."""
+    command = click.option(
+        "--control-path",
+        metavar="PATH",
+        help="ssh ControlPath of an open master connection, e.g. the remote executor's "
+        "/tmp/ssh-trtllm-%r@%h:%p (remote_slurm).",
+    )(command)
+    return click.option(
+        "--ssh-option",
+        "ssh_options",
+        multiple=True,
+        metavar="KEY=VALUE",
+        callback=_check_ssh_options,
+        help="An ssh -o option, e.g. Port=2222 (remote_slurm; repeatable).",
+    )(command)
 
 
 class Duration(click.ParamType):  # type: ignore[type-arg]  # generic in the stubs only
@@ -106,14 +137,10 @@ def _progress(run_id: str) -> tuple[Callable[[Status], None], Callable[[], None]
     return on_poll, done
 
 
-def _submit_transport(options: dict[str, Any]) -> Any:
-    """The transport the submit options ask for; None: the scenario's own."""
-    return None
-
-
 def register(group: click.Group) -> None:
     """Add the lifecycle commands to ``scriptbuilder``'s group."""
-    for command in (submit_command, status_command, watch_command, cancel_command):
+    commands = (submit_command, status_command, watch_command, cancel_command, release_command)
+    for command in commands:
         group.add_command(command)
 
 
@@ -121,24 +148,28 @@ def register(group: click.Group) -> None:
 @WORK_DIR
 @click.option("--after", metavar="JOBID", help="Start only once job JOBID has succeeded.")
 @click.option("--again", is_flag=True, help="Submit a build that was already submitted.")
+@ssh_options
 def submit_command(work_dir: str, after: str | None, again: bool, **options: Any) -> None:
     """Submit what the last build wrote to WORK_DIR; record it in WORK_DIR/run.json."""
     from scriptbuilder.lifecycle.run import submit
 
     with _errors():
-        run = submit(work_dir, after=after, again=again, transport=_submit_transport(options))
+        run = submit(
+            work_dir, after=after, again=again, transport=_ssh_transport(work_dir, options)
+        )
     _json(run.record.model_dump(mode="json"))
 
 
 @click.command("status")
 @WORK_DIR
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict JSON.")
-def status_command(work_dir: str, as_json: bool) -> int:
+@ssh_options
+def status_command(work_dir: str, as_json: bool, **options: Any) -> int:
     """One look at the run of WORK_DIR (no waiting); exits with the verdict's code."""
     from scriptbuilder.lifecycle.run import open_run
 
     with _errors():
-        run = open_run(work_dir)
+        run = open_run(work_dir, transport=_ssh_transport(work_dir, options))
         status = run.status()
     if as_json:
         _json(status.report)
@@ -159,14 +190,15 @@ def status_command(work_dir: str, as_json: bool) -> int:
     "--interval", type=Duration(), default="30s", show_default=True, help="Time between two looks."
 )
 @click.option("--cancel-on-timeout", is_flag=True, help="Cancel the job when --timeout passes.")
+@ssh_options
 def watch_command(
-    work_dir: str, timeout: float | None, interval: float, cancel_on_timeout: bool
+    work_dir: str, timeout: float | None, interval: float, cancel_on_timeout: bool, **options: Any
 ) -> int:
     """Follow the run of WORK_DIR until it ends; print the verdict JSON."""
     from scriptbuilder.lifecycle.run import open_run
 
     with _errors():
-        run = open_run(work_dir)
+        run = open_run(work_dir, transport=_ssh_transport(work_dir, options))
         on_poll, done = _progress(run.job_id)
         try:
             status = run.wait(timeout, interval, cancel_on_timeout, on_poll)
@@ -178,14 +210,67 @@ def watch_command(
 
 @click.command("cancel")
 @WORK_DIR
-def cancel_command(work_dir: str) -> None:
+@ssh_options
+def cancel_command(work_dir: str, **options: Any) -> None:
     """Cancel the run of WORK_DIR (scancel, or docker stop of its own container)."""
     from scriptbuilder.lifecycle.run import open_run
 
     with _errors():
-        run = open_run(work_dir)
+        run = open_run(work_dir, transport=_ssh_transport(work_dir, options))
         run.cancel()
     write_out(f"cancelled {run.job_id}\n")
 
 
 # ----- remote and persistent mode: `release`, and the ssh options of submit ----------------------
+
+
+def _ssh_transport(work_dir: str, options: dict[str, Any]) -> Transport | None:
+    """ssh to the build's login node with the given ``--ssh-option``/``--control-path``;
+    None when neither is given (submit then uses job_spec.json's host, the other
+    commands the ssh settings recorded in run.json)."""
+    given = tuple(options.get("ssh_options") or ())
+    control_path = options.get("control_path") or None
+    if not given and not control_path:
+        return None
+    from scriptbuilder.lifecycle.record import LifecycleError, load_build
+    from scriptbuilder.lifecycle.ssh import SshTransport
+    from scriptbuilder.lifecycle.transport import TransportError
+
+    build = load_build(Path(work_dir))
+    if build.scenario != "remote_slurm":
+        raise LifecycleError(
+            f"--ssh-option and --control-path are for remote_slurm builds, and {work_dir} "
+            f"holds a {build.scenario} build: leave them out"
+        )
+    try:
+        return SshTransport.from_job_spec(build.spec, control_path=control_path, options=given)
+    except TransportError as exc:
+        raise LifecycleError(str(exc)) from None
+
+
+@click.command("release")
+@WORK_DIR
+def release_command(work_dir: str) -> None:
+    """Free the held allocation persistent mode shares with the local Slurm executor
+    (scancel, and remove <repo_root>/work_dirs/.slurm_alloc.json); the checkout is the
+    repo_root of WORK_DIR's build."""
+    from scriptbuilder.lifecycle import allocation
+    from scriptbuilder.lifecycle.record import LifecycleError, load_build
+    from scriptbuilder.lifecycle.transport import LocalTransport, TransportError
+
+    with _errors():
+        build = load_build(Path(work_dir))
+        repo_root = build.spec.get("repo_root")
+        if not isinstance(repo_root, str) or not repo_root:
+            raise LifecycleError(
+                f"job_spec.json of {work_dir} has no repo_root, so no allocation record is "
+                "known: build again with repo_root set"
+            )
+        try:
+            job_id = allocation.release(repo_root, LocalTransport())
+        except TransportError as exc:
+            raise LifecycleError(str(exc)) from None
+    if job_id is None:
+        write_out(f"no allocation recorded in {allocation.record_path(repo_root)}\n")
+    else:
+        write_out(f"released allocation {job_id}\n")

@@ -5,11 +5,8 @@
 ``<remote_work_dir>/<its name>``) through a transport, after ``mkdir -p`` of
 ``remote_work_dir``; every local file is read before anything is sent, so a
 missing one stops the upload with nothing written. It returns the remote
-script's path, for ``sbatch`` there.
-
-:func:`log_paths` gives the ``.out`` and ``.err`` paths a job writes, from
-``log_file_pattern`` (``%j`` is the job id) in a folder: ``remote_work_dir``
-for remote_slurm (the script's ``--output`` points there).
+script's path, for ``sbatch`` there (the script's ``--output`` and ``--error``
+already point into ``remote_work_dir``).
 """
 
 from __future__ import annotations
@@ -74,11 +71,3 @@ def upload(transport: Transport, job_spec: Mapping[str, Any], work_dir: Path) ->
     for path, data, mode in files:
         transport.write_file(path, data, mode)
     return target
-
-
-def log_paths(folder: str, pattern: str, job_id: str) -> tuple[str, str]:
-    """The ``.out`` and ``.err`` files of job ``job_id``: ``pattern`` (``%j`` = the
-    job id) in ``folder``; the error file is the same name ending in ``.err``."""
-    out = posixpath.join(folder, pattern.replace("%j", job_id))
-    stem, ext = posixpath.splitext(out)
-    return out, (f"{stem}.err" if ext == ".out" else f"{out}.err")

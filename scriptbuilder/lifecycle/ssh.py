@@ -25,7 +25,8 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from scriptbuilder.lifecycle.transport import TransportError
 
@@ -97,6 +98,27 @@ class SshTransport:
         if self.user:
             self._base += ["-l", self.user]
         self._base += ["--", host]
+
+    @classmethod
+    def from_job_spec(
+        cls,
+        job_spec: Mapping[str, Any],
+        *,
+        control_path: str | None = None,
+        options: Sequence[str] = (),
+    ) -> SshTransport:
+        """The login node of a remote_slurm build: ``ssh_host`` and ``slurm_user`` of
+        job_spec.json, else of its ``slurm_env``."""
+        probed = job_spec.get("slurm_env")
+        probed = probed if isinstance(probed, Mapping) else {}
+        host = job_spec.get("ssh_host") or probed.get("ssh_host")
+        user = job_spec.get("slurm_user") or probed.get("slurm_user")
+        if not isinstance(host, str) or not host:
+            raise TransportError(
+                "job_spec.json has no ssh_host, so the login node is unknown: set ssh_host "
+                "in the request (or slurm_env.json) and build again"
+            )
+        return cls(host, str(user) if user else None, control_path, options)
 
     def describe(self) -> str:
         return f"ssh {self.user}@{self.host}" if self.user else f"ssh {self.host}"
