@@ -8,15 +8,17 @@ the end, and excerpts are the last lines anyway.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from scriptbuilder.lifecycle.transport import Transport
 
 TAIL_BYTES = 256 * 1024
 HEAD_BYTES = 64 * 1024
 HANG = re.compile(r"hang detected", re.IGNORECASE)
+_OUTCOME = r"\d+ (?:passed|failed|skipped|deselected|xfailed|xpassed|warnings?|errors?|rerun)"
+# pytest's last line, e.g. "==== 1 failed, 2 passed in 3.02s ====" (srun -l puts "0: " first)
 _SUMMARY_LINE = re.compile(
-    r"^=*\s*(?P<body>(?:\d+ \w+(?:, )?)+|no tests ran) in (?P<secs>[\d.]+)s\b.*$",
+    rf"^(?:\d+: )?=*\s*(?P<body>{_OUTCOME}(?:, {_OUTCOME})*|no tests ran) in [\d.]+s\b",
     re.MULTILINE,
 )
 _COUNT = re.compile(r"(\d+) (\w+)")
@@ -55,7 +57,6 @@ class LogView:
     out_tail: str = ""
     err_head: str = ""
     err_tail: str = ""
-    patterns: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def hang(self) -> bool:

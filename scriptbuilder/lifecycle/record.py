@@ -56,6 +56,7 @@ def sha256(data: bytes) -> str:
 
 def load_build(work_dir: Path) -> Build:
     """The build in ``work_dir``; LifecycleError when there is none or it is half written."""
+    work_dir = work_dir.absolute()
     spec_path = work_dir / "job_spec.json"
     fix = f"run the build again for {work_dir}"
     try:

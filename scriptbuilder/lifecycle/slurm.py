@@ -97,6 +97,10 @@ def _timestamp(text: str) -> datetime | None:
 
 
 def _queued(submit: str, start: str, now: datetime) -> float | None:
+    """Seconds from ``submit`` to ``start`` (to ``now`` while it has not started);
+    Slurm's times are the cluster's local time, without a zone."""
+    if now.tzinfo is not None:
+        now = now.astimezone().replace(tzinfo=None)
     began, started = _timestamp(submit), _timestamp(start)
     if began is None:
         return None

@@ -89,7 +89,7 @@ def report(
         "exit_code": verdict.exit_code if verdict else NOT_FINISHED,
         "job_id": job_id,
         "state": job.state,
-        "reason": job.reason or None,
+        "reason": job.reason if job.reason not in ("", "None") else None,
         "job_exit_code": job.exit_code,
         "signal": job.signal,
         "elapsed_seconds": job.elapsed,
