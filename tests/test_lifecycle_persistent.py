@@ -13,8 +13,10 @@ import json
 import platform
 import re
 import signal
+import subprocess
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -73,12 +75,23 @@ def build(env: BuildEnv, name: str, command: str, **fields: Any) -> dict[str, An
     return spec
 
 
+def eventually(predicate: Callable[[], object], timeout: float, message: Callable[[], str]) -> None:
+    """Poll ``predicate`` until it is true; fail with ``message()`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, message()
+        time.sleep(0.1)
+
+
 def wait_for_exit(run: allocation.PersistentRun, timeout: float = 120.0) -> int:
     transport = LocalTransport()
-    deadline = time.monotonic() + timeout
-    while (status := allocation.exit_status(transport, run.status_path)) is None:
-        assert time.monotonic() < deadline, f"no exit status after {timeout:g}s:\n{log_of(run)}"
-        time.sleep(0.2)
+    eventually(
+        lambda: allocation.exit_status(transport, run.status_path) is not None,
+        timeout,
+        lambda: f"no exit status after {timeout:g}s:\n{log_of(run)}",
+    )
+    status = allocation.exit_status(transport, run.status_path)
+    assert status is not None
     return status
 
 
@@ -181,10 +194,11 @@ def test_release_frees_the_allocation(checkout: BuildEnv, slurm_shell: SlurmClus
     assert wait_for_exit(run) == 0, log_of(run)
     assert allocation.release(checkout.repo, transport) == run.allocation_job_id
     assert not allocation.record_path(checkout.repo).exists()
-    deadline = time.monotonic() + 30
-    while job_state(slurm_shell, run.allocation_job_id) not in ("CANCELLED", ""):
-        assert time.monotonic() < deadline, slurm_shell.show_job(int(run.allocation_job_id))
-        time.sleep(0.2)
+    eventually(
+        lambda: job_state(slurm_shell, run.allocation_job_id) in ("CANCELLED", ""),
+        30,
+        lambda: str(slurm_shell.show_job(int(run.allocation_job_id))),
+    )
     assert allocation.release(checkout.repo, transport) is None
 
 
@@ -220,17 +234,59 @@ def test_stop_ends_the_script_and_keeps_the_allocation(
     transport = LocalTransport()
     spec = build(checkout, "job", "echo sleeping; sleep 300")
     run = allocation.submit(spec, transport, now=NOW)
-    deadline = time.monotonic() + 60
-    while "sleeping" not in log_of(run):
-        assert time.monotonic() < deadline, log_of(run)
-        time.sleep(0.2)
+    eventually(lambda: "sleeping" in log_of(run), 60, lambda: log_of(run))
     assert allocation.running(transport, run.pid)
     allocation.stop(transport, run.pid)
     assert wait_for_exit(run, timeout=60) == 128 + signal.SIGTERM, log_of(run)
-    deadline = time.monotonic() + 10
-    while allocation.running(transport, run.pid):
-        assert time.monotonic() < deadline, "the script's processes outlived its exit status"
-        time.sleep(0.1)
+    eventually(
+        lambda: not allocation.running(transport, run.pid),
+        10,
+        lambda: "the script's processes outlived its exit status",
+    )
     assert job_state(slurm_shell, run.allocation_job_id) == "RUNNING"
     steps = slurm_shell.run("squeue", "--steps", "--noheader", "--jobs", run.allocation_job_id)
     assert steps.stdout.strip() == "", steps.stdout  # its srun step ended with it
+
+
+# ----- the same through the command line --------------------------------------------------------
+
+
+def scriptbuilder(cluster: SlurmCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "scriptbuilder", *args],
+        capture_output=True,
+        text=True,
+        env=cluster.env,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_submit_watch_release_on_the_command_line(
+    checkout: BuildEnv, slurm_shell: SlurmCluster
+) -> None:
+    first = build(checkout, "first", "echo from the first job")
+    submitted = scriptbuilder(slurm_shell, "submit", first["work_dir"])
+    assert submitted.returncode == 0, submitted.stderr
+    record = json.loads(submitted.stdout)
+    held = record["allocation"]["job_id"]
+    assert record["job_id"] == held and record["allocation"]["reused"] is False, record
+    assert record["stdout_path"] == str(Path(first["work_dir"]) / "first_custom.log")
+    watched = scriptbuilder(slurm_shell, "watch", first["work_dir"], "--interval", "0.5s")
+    assert watched.returncode == 0, watched.stderr
+    assert json.loads(watched.stdout)["verdict"] == "PASSED", watched.stdout
+
+    second = build(checkout, "second", "echo from the second job; exit 3")
+    submitted = scriptbuilder(slurm_shell, "submit", second["work_dir"])
+    assert submitted.returncode == 0, submitted.stderr
+    assert json.loads(submitted.stdout)["allocation"] == {"job_id": held, "reused": True}
+    watched = scriptbuilder(slurm_shell, "watch", second["work_dir"], "--interval", "0.5s")
+    verdict = json.loads(watched.stdout)
+    assert watched.returncode == 1 and verdict["verdict"] == "FAILED", watched.stdout
+    assert verdict["job_exit_code"] == 3, verdict
+
+    released = scriptbuilder(slurm_shell, "release", second["work_dir"])
+    assert (released.returncode, released.stdout) == (0, f"released allocation {held}\n")
+    assert job_state(slurm_shell, held) in ("CANCELLED", "COMPLETING", "")
+    released = scriptbuilder(slurm_shell, "release", second["work_dir"])
+    assert released.returncode == 0 and released.stdout.startswith("no allocation recorded")

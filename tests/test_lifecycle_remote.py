@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -261,3 +262,90 @@ def test_unreachable_host_submits_nothing(
     assert not (remote_env.work_dir / "run.json").exists()
     assert not Path(spec["remote_work_dir"]).exists()
     assert slurm_cluster.run("squeue", "--noheader", "--format=%i").stdout == before
+
+
+# ----- the command line -------------------------------------------------------------------------
+
+
+def scriptbuilder(*args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI with no Slurm of its own: SLURM_CONF unset, so only ssh reaches the cluster."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    return subprocess.run(
+        [sys.executable, "-m", "scriptbuilder", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+
+
+def ssh_flags(server: SshServer, **changes: str) -> list[str]:
+    options = [o for o in server.options() if o.split("=", 1)[0] not in changes]
+    options += [f"{key}={value}" for key, value in changes.items()]
+    return [flag for option in options for flag in ("--ssh-option", option)]
+
+
+def test_submit_watch_and_cancel_on_the_command_line(
+    ssh_server: SshServer, remote_env: BuildEnv, slurm_cluster: SlurmCluster
+) -> None:
+    spec = build_remote(remote_env, "echo started; sleep 300")
+    work_dir = str(remote_env.work_dir)
+    submitted = scriptbuilder("submit", work_dir, *ssh_flags(ssh_server))
+    assert submitted.returncode == 0, submitted.stderr
+    record = json.loads(submitted.stdout)
+    assert record["host"] == f"ssh {ssh_server.user}@{ssh_server.host}", record
+    assert record["script_path"].startswith(spec["remote_work_dir"] + "/"), record
+    log = Path(record["stdout_path"])
+    wait_for(lambda: log.is_file() and "started" in log.read_text(), 120, lambda: record)
+    # a look with the ssh settings recorded in run.json, then with new ones given
+    looked = scriptbuilder("status", work_dir)
+    assert looked.returncode == 10 and " RUNNING " in looked.stdout, looked
+    looked = scriptbuilder("status", work_dir, "--json", *ssh_flags(ssh_server))
+    assert json.loads(looked.stdout)["state"] == "RUNNING", looked
+    cancelled = scriptbuilder("cancel", work_dir)
+    assert cancelled.returncode == 0, cancelled.stderr
+    watched = scriptbuilder("watch", work_dir, "--interval", "0.5s", "--timeout", "2m")
+    assert watched.returncode == 6, watched.stderr
+    assert json.loads(watched.stdout)["verdict"] == "CANCELLED", watched.stdout
+    assert slurm_cluster.show_job(int(record["job_id"]))["JobState"] == "CANCELLED"
+
+
+def test_unreachable_host_on_the_command_line(
+    ssh_server: SshServer, remote_env: BuildEnv, slurm_cluster: SlurmCluster
+) -> None:
+    build_remote(remote_env, "true")
+    before = slurm_cluster.run("squeue", "--noheader", "--format=%i").stdout
+    port = str(_free_port())
+    done = scriptbuilder("submit", str(remote_env.work_dir), *ssh_flags(ssh_server, Port=port))
+    assert done.returncode == 2, done
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"scriptbuilder: error: ssh {ssh_server.user}@127.0.0.1: ")
+    assert f"port {port}: Connection refused" in done.stderr
+    assert "check ssh_host" in done.stderr
+    assert not (remote_env.work_dir / "run.json").exists()
+    assert slurm_cluster.run("squeue", "--noheader", "--format=%i").stdout == before
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--ssh-option", "Port"], "'Port' is not KEY=VALUE"),
+        (["--ssh-option", "=2222"], "'=2222' is not KEY=VALUE"),
+    ],
+)
+def test_bad_ssh_option(remote_env: BuildEnv, args: list[str], said: str) -> None:
+    build_remote(remote_env, "true")
+    done = scriptbuilder("submit", str(remote_env.work_dir), *args)
+    assert done.returncode == 2 and said in done.stderr, done
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert not (remote_env.work_dir / "run.json").exists()
+
+
+def test_ssh_options_refused_for_a_local_build(build_env: BuildEnv) -> None:
+    build_env.build(build_env.request("custom", persistent_mode=False)).write()
+    done = scriptbuilder("submit", str(build_env.work_dir), "--control-path", "/tmp/cm")
+    assert done.returncode == 2, done
+    assert "for remote_slurm builds" in done.stderr and "local_slurm" in done.stderr, done
+    assert not (build_env.work_dir / "run.json").exists()
