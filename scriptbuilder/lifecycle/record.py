@@ -4,8 +4,8 @@
 (the script it names is there, and matches ``script_sha256`` when the build
 recorded one). :class:`RunRecord` is the submitted run: job id, where and how
 it was submitted, the log paths as the job writes them, and the sha256 of the
-``job_spec.json`` it came from, so a run.json left by another build is told
-apart. It is written by temporary file and rename, so a reader sees the old
+``job_spec.json`` and of the script it came from, so a run.json left by another
+build is told apart. It is written by temporary file and rename, so a reader sees the old
 record or the new one.
 """
 
@@ -44,6 +44,7 @@ class Build:
     spec: dict[str, Any]
     spec_sha256: str
     script: Path
+    script_sha256: str
 
     @property
     def scenario(self) -> str:
@@ -82,7 +83,7 @@ def load_build(work_dir: Path) -> Build:
     want = spec.get("script_sha256")
     if isinstance(want, str) and want != sha256(body):
         raise LifecycleError(f"{script} does not match script_sha256 of {spec_path}: {fix}")
-    return Build(work_dir, spec, sha256(raw), script)
+    return Build(work_dir, spec, sha256(raw), script, sha256(body))
 
 
 def slurm_log_paths(script_text: str, submit_dir: str, job_id: str, name: str) -> tuple[str, str]:
@@ -119,6 +120,7 @@ class RunRecord(BaseModel):
     submitted_at: datetime
     scriptbuilder_version: str
     job_spec_sha256: str
+    script_sha256: str
     after: str | None = None
     container_name: str | None = None
     exit_file: str | None = None
@@ -147,7 +149,7 @@ def read_record(build: Build, *, required: bool = True) -> RunRecord | None:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "record"
         raise LifecycleError(f"{path} is not a run record ({where}: {first['msg']})") from None
-    if record.job_spec_sha256 != build.spec_sha256:
+    if (record.job_spec_sha256, record.script_sha256) != (build.spec_sha256, build.script_sha256):
         raise LifecycleError(
             f"{path} is from another build of {build.work_dir} (job {record.job_id}): "
             "submit this build with --again, or delete run.json"

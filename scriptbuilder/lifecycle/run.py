@@ -265,6 +265,7 @@ def submit(
             submitted_at=clock(),
             scriptbuilder_version=__version__,
             job_spec_sha256=build.spec_sha256,
+            script_sha256=build.script_sha256,
             after=after,
             **fields,
         )
