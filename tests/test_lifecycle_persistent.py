@@ -25,6 +25,7 @@ import pytest
 
 from scriptbuilder.lifecycle import allocation
 from scriptbuilder.lifecycle.transport import LocalTransport
+from scriptbuilder.scenarios.time_limit import TIMEOUT_PATTERN, TIMEOUT_STATUS
 from tests.build_env import BuildEnv, make_build_env
 from tests.slurm_cluster.cluster import SlurmCluster
 from tests.test_slurm_jobs import cluster_slurm_env
@@ -61,13 +62,15 @@ def build(env: BuildEnv, name: str, command: str, **fields: Any) -> dict[str, An
     (work_dir / "slurm_env.json").write_text((env.work_dir / "slurm_env.json").read_text())
     request = env.request(
         "custom",
-        work_dir=str(work_dir),
-        custom_cmd=command,
-        model_name=name,
-        required_devices=1,
-        time_limit="00:10:00",
-        models_path=str(env.root),
-        **fields,
+        **{
+            "work_dir": str(work_dir),
+            "custom_cmd": command,
+            "model_name": name,
+            "required_devices": 1,
+            "time_limit": "00:10:00",
+            "models_path": str(env.root),
+            **fields,
+        },
     )
     env.build(request, environ={"HOME": str(env.root)}, machine=platform.machine).write()
     spec: dict[str, Any] = json.loads((work_dir / "job_spec.json").read_text())
@@ -106,15 +109,16 @@ def job_state(cluster: SlurmCluster, job_id: str) -> str:
     return cluster.show_job(int(job_id)).get("JobState", "")
 
 
-def salloc(cluster: SlurmCluster, partition: str) -> str:
+def salloc(cluster: SlurmCluster, partition: str, time_limit: str) -> str:
     """A held allocation made by hand, as the executor makes one."""
     done = cluster.run(
         "salloc",
         "--no-shell",
         f"--job-name={JOB_NAME}",
         f"--partition={partition}",
+        "--account=acct",
         "--nodes=1",
-        "--time=01:00:00",
+        f"--time={time_limit}",
         timeout=120,
     )
     granted = re.search(r"Granted job allocation (\d+)", done.stderr)
@@ -127,14 +131,15 @@ def record(env: BuildEnv) -> dict[str, Any]:
     return data
 
 
-def write_record(env: BuildEnv, spec: dict[str, Any], job_id: str, partition: str) -> None:
+def write_record(env: BuildEnv, spec: dict[str, Any], job_id: str, changes: dict[str, Any]) -> None:
+    """The allocation record as the executor writes it, with ``changes``."""
     path = allocation.record_path(env.repo)
     path.parent.mkdir(parents=True, exist_ok=True)
     fields = {
         "job_id": job_id,
         "container_name": spec["container_name"],
         "nodelist": "",
-        "partition": partition,
+        "partition": "gpu",
         "account": "acct",
         "nodes": 1,
         "gpus_per_node": 8,
@@ -143,13 +148,18 @@ def write_record(env: BuildEnv, spec: dict[str, Any], job_id: str, partition: st
         "allocated_at": "2026-01-02T03:00:00",
         "time_limit": "01:00:00",
         "installed": True,
+        **changes,
     }
     path.write_text(json.dumps(fields))
 
 
 def test_first_job_makes_and_records_an_allocation_the_next_reuses(
-    checkout: BuildEnv, slurm_shell: SlurmCluster
+    checkout: BuildEnv, slurm_shell: SlurmCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # variables of a job this process would be in must not reach the script
+    monkeypatch.setenv("SLURM_JOB_ID", "1")
+    monkeypatch.setenv("SLURM_STEP_ID", "7")
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "elsewhere")
     transport = LocalTransport()
     first = build(checkout, "first", "echo first job here")
     run = allocation.submit(first, transport, now=NOW)
@@ -176,6 +186,9 @@ def test_first_job_makes_and_records_an_allocation_the_next_reuses(
     assert f"Job {run.allocation_job_id} started at" in log
     assert "first job here" in log
     assert re.search(rf"Job {run.allocation_job_id} finished at .+ with exit code 0", log), log
+    steps = slurm_shell.step_records(int(run.allocation_job_id))
+    assert steps, "the script's srun steps ran in the allocation"
+    assert {s["container_name"] for s in steps} == {first["container_name"]}, steps
     assert job_state(slurm_shell, run.allocation_job_id) == "RUNNING"  # held for the next
 
     second = build(checkout, "second", "echo second job; exit 3")
@@ -202,30 +215,67 @@ def test_release_frees_the_allocation(checkout: BuildEnv, slurm_shell: SlurmClus
     assert allocation.release(checkout.repo, transport) is None
 
 
-def test_record_of_a_dead_allocation_is_not_reused(
-    checkout: BuildEnv, slurm_shell: SlurmCluster
+#: A record as the executor writes it, changed per case: (partition and time of the
+#: held allocation, record changes, cancelled before the submit, reused).
+RECORDS: dict[str, tuple[str, str, dict[str, Any], bool, bool]] = {
+    "the executor's own": ("gpu", "01:00:00", {}, False, True),
+    "dead": ("gpu", "01:00:00", {}, True, False),
+    "another partition": ("cpu", "01:00:00", {"partition": "cpu"}, False, False),
+    "under five minutes left": ("gpu", "00:04:00", {}, False, False),
+    "another image": ("gpu", "01:00:00", {"docker_image": "nvcr.io#other/image:1"}, False, False),
+    "fewer GPUs per node": ("gpu", "01:00:00", {"gpus_per_node": 4}, False, False),
+}
+
+
+@pytest.mark.parametrize("case", list(RECORDS))
+def test_recorded_allocation_reused_only_when_it_fits(
+    checkout: BuildEnv, slurm_shell: SlurmCluster, case: str
 ) -> None:
-    spec = build(checkout, "job", "true")
-    dead = salloc(slurm_shell, "gpu")
-    slurm_shell.run("scancel", dead)
-    write_record(checkout, spec, dead, "gpu")
+    partition, time_limit, changes, cancelled, reused = RECORDS[case]
+    spec = build(checkout, "job", "echo in the allocation")
+    held = salloc(slurm_shell, partition, time_limit)
+    if cancelled:
+        slurm_shell.run("scancel", held)
+    write_record(checkout, spec, held, changes)
     run = allocation.submit(spec, LocalTransport(), now=NOW)
-    assert not run.reused and run.allocation_job_id != dead
+    assert run.reused is reused
+    assert (run.allocation_job_id == held) is reused
     assert record(checkout)["job_id"] == run.allocation_job_id
     assert wait_for_exit(run) == 0, log_of(run)
+    assert f"Job {run.allocation_job_id} started" in log_of(run)
+    if not reused:  # a live stale allocation is not left holding the node
+        assert job_state(slurm_shell, held) == "CANCELLED"
+        assert record(checkout)["partition"] == "gpu"
 
 
-def test_allocation_in_another_partition_is_not_reused(
+def test_the_jobs_own_time_limit_holds_inside_a_longer_allocation(
     checkout: BuildEnv, slurm_shell: SlurmCluster
 ) -> None:
-    spec = build(checkout, "job", "true")
-    other = salloc(slurm_shell, "cpu")
-    write_record(checkout, spec, other, "cpu")
+    """A one-minute job in a four-hour allocation gets its closing line half a minute
+    in (warned half its limit early, as a one-minute sbatch job is) and ends."""
+    spec = build(checkout, "job", "echo sleeping; sleep 120", time_limit="00:01:00")
     run = allocation.submit(spec, LocalTransport(), now=NOW)
-    assert not run.reused and run.allocation_job_id != other
-    assert record(checkout)["partition"] == "gpu"
-    assert wait_for_exit(run) == 0, log_of(run)
-    assert job_state(slurm_shell, other) == "CANCELLED"  # the stale one is not left holding
+    began = time.monotonic()
+    assert record(checkout)["time_limit"] == "04:00:00"
+    assert wait_for_exit(run, timeout=90) == TIMEOUT_STATUS, log_of(run)
+    assert 20 < time.monotonic() - began < 50, log_of(run)
+    assert re.search(rf"Job \d+ {TIMEOUT_PATTERN} \(00:01:00\)", log_of(run)), log_of(run)
+
+
+def test_an_allocation_ending_first_ends_the_job_with_its_closing_line(
+    checkout: BuildEnv, slurm_shell: SlurmCluster
+) -> None:
+    """A ten-minute job (warned 300 s early) in an allocation with six minutes left is
+    warned about a minute in, before the allocation is gone, not five minutes in."""
+    spec = build(checkout, "job", "echo sleeping; sleep 600")
+    held = salloc(slurm_shell, "gpu", "00:06:00")
+    write_record(checkout, spec, held, {})
+    run = allocation.submit(spec, LocalTransport(), now=NOW)
+    began = time.monotonic()
+    assert run.reused and run.allocation_job_id == held
+    assert wait_for_exit(run, timeout=150) == TIMEOUT_STATUS, log_of(run)
+    assert 30 < time.monotonic() - began < 90, log_of(run)
+    assert re.search(rf"Job {held} {TIMEOUT_PATTERN} \(00:10:00\)", log_of(run)), log_of(run)
 
 
 def test_stop_ends_the_script_and_keeps_the_allocation(

@@ -57,12 +57,13 @@ import re
 import shlex
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from scriptbuilder.inputs.slurm_time import time_limit_minutes
+from scriptbuilder.lifecycle import slurm
 from scriptbuilder.lifecycle.transport import Transport, TransportError
 from scriptbuilder.outputs.atomic import write_atomic
 
@@ -81,17 +82,35 @@ JOB_NAME_SUFFIX = "-trtllm.persistent"
 #: How long :func:`start` waits for the detached script to report its pid.
 _PID_WAIT_SECONDS = 10.0
 
-#: The detached wrapper: records its pid, runs the script with its output in the
-#: log, forwards SIGTERM to it, then writes its exit status through a temporary name.
-#: Arguments: script, log, status file, pid file, work_dir.
-_WRAPPER = (
-    'cd -- "$5" || exit 1; '
-    'printf "%s\\n" "$$" > "$4.tmp" && mv -f -- "$4.tmp" "$4"; '
-    "child=''; trap 'kill -TERM \"$child\" 2>/dev/null' TERM; "
-    'bash -- "$1" > "$2" 2>&1 < /dev/null & child=$!; '
-    'while :; do wait "$child"; rc=$?; kill -0 "$child" 2>/dev/null || break; done; '
-    'printf "%s\\n" "$rc" > "$3.tmp" && mv -f -- "$3.tmp" "$3"'
-)
+#: The detached wrapper (``bash -c``; arguments: script, log, status file, pid file,
+#: work_dir, then ``NAME=VALUE`` words): drops the Slurm variables it inherited (but
+#: SLURM_CONF, which names the cluster) and exports the allocation's, records its pid,
+#: runs the script with its output in the log, passes SIGTERM on to it, and writes its
+#: exit status once it has ended, through a temporary name.
+_WRAPPER = """\
+exec </dev/null >/dev/null 2>&1
+cd -- "$5" || exit 1
+for name in $(compgen -e); do
+  case "$name" in
+    SLURM_CONF) ;;
+    SLURM_*|SBATCH_*|SRUN_*|SALLOC_*|ENVIRONMENT) unset "$name" ;;
+  esac
+done
+script=$1 log=$2 status=$3 pid_file=$4
+shift 5
+export "$@"
+printf '%s\\n' "$$" > "$pid_file.tmp" && mv -f -- "$pid_file.tmp" "$pid_file"
+child=''
+trap 'kill -TERM "$child" 2>/dev/null' TERM
+bash -- "$script" > "$log" 2>&1 &
+child=$!
+while :; do
+  wait "$child"
+  rc=$?
+  kill -0 "$child" 2>/dev/null || break
+done
+printf '%s\\n' "$rc" > "$status.tmp" && mv -f -- "$status.tmp" "$status"
+"""
 _GRANTED = re.compile(r"Granted job allocation (\d+)")
 _PENDING = re.compile(r"job allocation (\d+)")
 
@@ -212,23 +231,12 @@ def _locked(repo_root: str) -> Iterator[None]:
         os.close(fd)
 
 
-def seconds_of(text: str) -> int | None:
-    """Seconds in squeue's ``%L`` (``[D-]HH:MM:SS``, ``MM:SS``); None for no limit
-    (``UNLIMITED``, ``NOT_SET``); ValueError for anything else."""
-    if text.upper() in ("UNLIMITED", "NOT_SET", "INFINITE"):
+def _seconds_left(text: str) -> int | None:
+    """Seconds in squeue's ``%L``; None for no limit; 0 for what is not a time."""
+    if text.upper() in ("UNLIMITED", "NOT_SET"):
         return None
-    days, _, clock = text.rpartition("-")
-    parts = clock.split(":")
-    if not 1 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
-        raise ValueError(f"not a Slurm duration: {text!r}")
-    seconds = 0
-    for part in parts:
-        seconds = seconds * 60 + int(part)
-    if days:
-        if not days.isdigit():
-            raise ValueError(f"not a Slurm duration: {text!r}")
-        seconds += int(days) * 86400
-    return seconds
+    seconds = slurm.seconds(text)
+    return int(seconds) if seconds is not None else 0
 
 
 def _live(transport: Transport, job_id: str) -> _Live | None:
@@ -237,19 +245,13 @@ def _live(transport: Transport, job_id: str) -> _Live | None:
         ["squeue", "--jobs", job_id, "--states=all", "--noheader", "--format=%T|%L|%P|%D|%N"],
         timeout=60,
     )
-    lines = result.stdout.decode(errors="replace").split()
-    if result.returncode != 0 or not lines:
-        return None
-    fields = lines[0].split("|")
+    lines = result.stdout.decode(errors="replace").splitlines()
+    fields = lines[0].strip().split("|") if result.returncode == 0 and lines else []
     if len(fields) != 5:
         return None
     state, left, partition, nodes, nodelist = fields
-    try:
-        seconds_left = seconds_of(left)
-        count = int(nodes)
-    except ValueError:
-        seconds_left, count = 0, 0
-    return _Live(state, seconds_left, partition, count, nodelist)
+    count = int(nodes) if nodes.isdigit() else 0
+    return _Live(state, _seconds_left(left), partition, count, nodelist)
 
 
 def _fits(allocation: Allocation, live: _Live, job_spec: Mapping[str, Any]) -> bool:
@@ -347,7 +349,8 @@ def acquire(
         if recorded is not None:
             live = _live(transport, recorded.job_id)
             if live is not None and _fits(recorded, live, job_spec):
-                return recorded, True
+                # the nodes as Slurm has them (a record may leave nodelist empty)
+                return replace(recorded, nodelist=live.nodelist or recorded.nodelist), True
             if live is not None and live.state in ("RUNNING", "PENDING", "CONFIGURING"):
                 transport.run(["scancel", recorded.job_id], timeout=60)
         allocation = _allocate(job_spec, transport, now=now)
@@ -400,13 +403,6 @@ def _end_time(
     return int(time.time()) + min(limits) if limits else None
 
 
-def _inherited_slurm_names() -> list[str]:
-    """Slurm variables of this process that would point the script elsewhere
-    (another job's ids); ``SLURM_CONF`` names the cluster and stays."""
-    prefixes = ("SLURM_", "SBATCH_", "SRUN_", "SALLOC_")
-    return sorted(n for n in os.environ if n.startswith(prefixes) and n != "SLURM_CONF")
-
-
 def start(
     job_spec: Mapping[str, Any],
     allocation: Allocation,
@@ -418,27 +414,12 @@ def start(
     script = str(_spec_field(job_spec, "script_path"))
     work_dir = str(_spec_field(job_spec, "work_dir"))
     log_path, status_path, pid_path = _run_paths(job_spec)
-    for stale in (status_path, pid_path):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(stale)
-    end_time = _end_time(job_spec, allocation, transport)
-    env = _slurm_env(job_spec, allocation, end_time)
-    unset = [arg for name in ("ENVIRONMENT", *_inherited_slurm_names()) for arg in ("-u", name)]
+    transport.run(["rm", "-f", "--", status_path, pid_path], timeout=30)  # of an earlier run
+    env = _slurm_env(job_spec, allocation, _end_time(job_spec, allocation, transport))
     argv = [
-        "env",
-        *unset,
+        *("setsid", "--fork", "bash", "-c", _WRAPPER, "scriptbuilder-persistent"),
+        *(script, log_path, status_path, pid_path, work_dir),
         *(f"{name}={value}" for name, value in env.items()),
-        "setsid",
-        "--fork",
-        "bash",
-        "-c",
-        f"exec </dev/null >/dev/null 2>&1; {_WRAPPER}",
-        "scriptbuilder-persistent",
-        script,
-        log_path,
-        status_path,
-        pid_path,
-        work_dir,
     ]
     result = transport.run(argv, timeout=60)
     if result.returncode != 0:
