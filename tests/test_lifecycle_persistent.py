@@ -248,34 +248,35 @@ def test_recorded_allocation_reused_only_when_it_fits(
         assert record(checkout)["partition"] == "gpu"
 
 
-def test_the_jobs_own_time_limit_holds_inside_a_longer_allocation(
-    checkout: BuildEnv, slurm_shell: SlurmCluster
+@pytest.mark.parametrize(
+    ("job_limit", "held_for", "window"),
+    [
+        # a one-minute job in a new four-hour allocation: warned half its limit early,
+        # as a one-minute sbatch job is
+        ("00:01:00", None, (20, 50)),
+        # a ten-minute job (warned 300 s early) in an allocation with six minutes left:
+        # warned about a minute in, before the allocation is gone, not five minutes in
+        ("00:10:00", "00:06:00", (30, 90)),
+    ],
+    ids=["the job's limit", "the allocation's end"],
+)
+def test_the_closing_line_comes_before_the_first_limit(
+    checkout: BuildEnv,
+    slurm_shell: SlurmCluster,
+    job_limit: str,
+    held_for: str | None,
+    window: tuple[float, float],
 ) -> None:
-    """A one-minute job in a four-hour allocation gets its closing line half a minute
-    in (warned half its limit early, as a one-minute sbatch job is) and ends."""
-    spec = build(checkout, "job", "echo sleeping; sleep 120", time_limit="00:01:00")
+    spec = build(checkout, "job", "echo sleeping; sleep 600", time_limit=job_limit)
+    if held_for is not None:
+        write_record(checkout, spec, salloc(slurm_shell, "gpu", held_for), {})
     run = allocation.submit(spec, LocalTransport(), now=NOW)
     began = time.monotonic()
-    assert record(checkout)["time_limit"] == "04:00:00"
-    assert wait_for_exit(run, timeout=90) == TIMEOUT_STATUS, log_of(run)
-    assert 20 < time.monotonic() - began < 50, log_of(run)
-    assert re.search(rf"Job \d+ {TIMEOUT_PATTERN} \(00:01:00\)", log_of(run)), log_of(run)
-
-
-def test_an_allocation_ending_first_ends_the_job_with_its_closing_line(
-    checkout: BuildEnv, slurm_shell: SlurmCluster
-) -> None:
-    """A ten-minute job (warned 300 s early) in an allocation with six minutes left is
-    warned about a minute in, before the allocation is gone, not five minutes in."""
-    spec = build(checkout, "job", "echo sleeping; sleep 600")
-    held = salloc(slurm_shell, "gpu", "00:06:00")
-    write_record(checkout, spec, held, {})
-    run = allocation.submit(spec, LocalTransport(), now=NOW)
-    began = time.monotonic()
-    assert run.reused and run.allocation_job_id == held
-    assert wait_for_exit(run, timeout=150) == TIMEOUT_STATUS, log_of(run)
-    assert 30 < time.monotonic() - began < 90, log_of(run)
-    assert re.search(rf"Job {held} {TIMEOUT_PATTERN} \(00:10:00\)", log_of(run)), log_of(run)
+    assert run.reused is (held_for is not None)
+    assert wait_for_exit(run, timeout=window[1] + 60) == TIMEOUT_STATUS, log_of(run)
+    assert window[0] < time.monotonic() - began < window[1], log_of(run)
+    closing = rf"Job {run.allocation_job_id} {TIMEOUT_PATTERN} \({job_limit}\)"
+    assert re.search(closing, log_of(run)), log_of(run)
 
 
 def test_stop_ends_the_script_and_keeps_the_allocation(
