@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from scriptbuilder.lifecycle import allocation
-from scriptbuilder.lifecycle.transport import LocalTransport
+from scriptbuilder.lifecycle.transport import LocalTransport, TransportError
 from scriptbuilder.scenarios.time_limit import TIMEOUT_PATTERN, TIMEOUT_STATUS
 from tests.build_env import BuildEnv, make_build_env
 from tests.slurm_cluster.cluster import SlurmCluster
@@ -341,3 +341,25 @@ def test_submit_watch_release_on_the_command_line(
     assert job_state(slurm_shell, held) in ("CANCELLED", "COMPLETING", "")
     released = scriptbuilder(slurm_shell, "release", second["work_dir"])
     assert released.returncode == 0 and released.stdout.startswith("no allocation recorded")
+
+
+def test_an_allocation_slurm_refuses_is_one_line_and_records_nothing(
+    checkout: BuildEnv, slurm_shell: SlurmCluster
+) -> None:
+    spec = build(checkout, "job", "true")
+    spec["slurm_params"]["partition"] = "nosuch"
+    with pytest.raises(TransportError) as caught:
+        allocation.submit(spec, LocalTransport(), now=NOW)
+    message = str(caught.value)
+    assert "\n" not in message, message
+    assert message.startswith("salloc could not hold an allocation in partition nosuch (")
+    assert "check partition and account" in message, message
+    assert not allocation.record_path(checkout.repo).exists()
+    assert not Path(spec["work_dir"], "job_custom.log").exists()
+    queued = slurm_shell.run("squeue", "--noheader", f"--name={JOB_NAME}")
+    assert queued.stdout.strip() == "", queued.stdout
+
+
+def test_a_build_without_repo_root_is_refused(slurm_shell: SlurmCluster) -> None:
+    with pytest.raises(TransportError, match=r"job_spec\.json has no repo_root"):
+        allocation.submit({"slurm_params": {"partition": "gpu"}}, LocalTransport(), now=NOW)
