@@ -38,7 +38,12 @@ def sb(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 
 def docker_job(build_env: BuildEnv, command: str) -> Path:
-    request = build_env.request("custom", execution_scenario="local_docker", custom_cmd=command)
+    request = build_env.request(
+        "custom",
+        execution_scenario="local_docker",
+        custom_cmd=command,
+        custom_env="HF_TOKEN=s3cr3t-value LEVEL=3",
+    )
     build_env.build(request).write()
     return build_env.work_dir
 
@@ -54,7 +59,9 @@ def running(env: dict[str, str]) -> list[str]:
 def test_exit_status_is_kept(
     build_env: BuildEnv, docker_env: dict[str, str], code: int, verdict: str, rc: int
 ) -> None:
-    work_dir = docker_job(build_env, f'echo "from the container"; sleep 1; exit {code}')
+    work_dir = docker_job(
+        build_env, f'echo "from the container, token $HF_TOKEN"; sleep 1; exit {code}'
+    )
     submitted = sb("submit", str(work_dir), env=docker_env)
     assert submitted.returncode == 0, submitted.stderr
     record = json.loads(submitted.stdout)
@@ -64,7 +71,9 @@ def test_exit_status_is_kept(
     assert (result["verdict"], result["job_exit_code"], done.returncode) == (verdict, code, rc)
     log = Path(record["stdout_path"])
     assert log.parent == work_dir and "from the container" in log.read_text()
-    assert "from the container" in "\n".join(result["excerpt"]["out_last_100"])
+    assert "s3cr3t-value" in log.read_text()  # the job had its secret; no output shows it
+    assert "from the container, token ***" in result["excerpt"]["out_last_100"]
+    assert "s3cr3t" not in done.stdout + done.stderr + submitted.stdout
     status = sb("status", str(work_dir), "--json", env=docker_env)
     assert json.loads(status.stdout)["verdict"] == verdict and status.returncode == rc
 

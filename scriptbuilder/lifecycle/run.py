@@ -16,6 +16,7 @@ How each scenario runs (``kind`` in run.json):
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import time
@@ -28,7 +29,7 @@ from typing import Any
 from scriptbuilder import __version__
 from scriptbuilder.lifecycle import docker, slurm
 from scriptbuilder.lifecycle.durations import parse_duration
-from scriptbuilder.lifecycle.logs import LogView, read_logs
+from scriptbuilder.lifecycle.logs import LogView, read_logs, secret_values
 from scriptbuilder.lifecycle.record import (
     RUN_FILE,
     Build,
@@ -70,6 +71,7 @@ class Run:
 
     def __init__(self, build: Build, record: RunRecord, transport: Transport, clock: Clock):
         self.build, self.record, self.transport, self.clock = build, record, transport, clock
+        self.secrets = secret_values(build.script.read_text(encoding="utf-8", errors="replace"))
 
     @property
     def job_id(self) -> str:
@@ -96,18 +98,25 @@ class Run:
             if alive:
                 return JobState("RUNNING", "", None, None, elapsed, 0.0)
             return JobState("FAILED", "ended without an exit status", None, None, elapsed)
-        cancelled = self.record.ended_by is not None and code != 0
-        state = "CANCELLED" if cancelled else "COMPLETED" if code == 0 else "FAILED"
-        return JobState(state, "", code, None, elapsed, 0.0)
+        return JobState("COMPLETED" if code == 0 else "FAILED", "", code, None, elapsed, 0.0)
 
     def status(self) -> Status:
         """The run now: state, logs, and the verdict when it has ended (one look)."""
         job = self._job()
-        logs = read_logs(self.transport, self.record.stdout_path, self.record.stderr_path)
+        self._refresh()  # after the state: a cancel is recorded before it takes effect
+        record = self.record
+        logs = read_logs(self.transport, record.stdout_path, record.stderr_path, self.secrets)
         verdict = decide(job, logs, self.build.spec, self.record.ended_by) if job.finished else None
         if self.record.ended_by == "monitor_timeout" and job.finished:
             verdict = Verdict.MONITOR_TIMEOUT
         return Status(job, logs, verdict, report(verdict, self.job_id, job, logs, self.build.spec))
+
+    def _refresh(self) -> None:
+        """Take ``ended_by`` from run.json: a cancel from another process counts."""
+        with contextlib.suppress(LifecycleError):
+            latest = read_record(self.build, required=False)
+            if latest is not None and latest.job_id == self.job_id and latest.ended_by:
+                self.record = self.record.model_copy(update={"ended_by": latest.ended_by})
 
     def cancel(self, ended_by: str = "cancel") -> None:
         """Stop the run: scancel, docker stop of its own container, or SIGTERM to the

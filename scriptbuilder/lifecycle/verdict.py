@@ -59,8 +59,8 @@ def decide(job: JobState, logs: LogView, spec: dict[str, Any], ended_by: str | N
         return Verdict.OUT_OF_MEMORY
     if job.state in ("TIMEOUT", "DEADLINE"):
         return Verdict.TIMEOUT
-    if job.state == "CANCELLED":
-        return Verdict.CANCELLED
+    if job.state == "CANCELLED" or (failed and ended_by == "cancel"):
+        return Verdict.CANCELLED  # (a docker or persistent run stopped by cancel)
     if failed:
         if matched(logs.out_tail, list(spec.get("timeout_patterns") or [])):
             return Verdict.TIMEOUT
