@@ -23,10 +23,11 @@ Functions, in the order a submit calls them:
   SLURM_NTASKS_PER_NODE, SLURM_NODELIST, SLURM_JOB_NODELIST``) plus
   ``SLURM_JOB_END_TIME``: the job's own time limit counted from now, or the
   allocation's end when that comes first, so the script's time-limit line
-  comes before either. Standard output and error go to
+  comes before either (Slurm variables the caller inherited from a job of its
+  own are dropped; ``SLURM_CONF`` stays). Standard output and error go to
   ``<work_dir>/<model_name>_<workflow_type>.log``; when the script ends, its
   exit status is written to ``<model_name>_<workflow_type>.exit_code`` there
-  (atomically: the file is whole or absent). The returned
+  (atomically: the file is whole or absent), its pid to ``.pid``. The returned
   :class:`PersistentRun` holds the allocation's job id, the pid of the
   process group leader and both paths.
 - :func:`submit` ``(job_spec, transport, *, now) -> PersistentRun``: the two above
@@ -41,6 +42,9 @@ Functions, in the order a submit calls them:
 - :func:`release` ``(repo_root, transport) -> str | None``: ``scancel`` of the
   recorded allocation and removal of the record; the job id, or None when there
   was no record.
+
+Allocations with the executor's job name that no record names are left alone
+(another checkout's record may name them).
 
 Failures (a job_spec.json without the fields persistent mode needs, ``salloc``
 refusing or not granting in time) raise :class:`TransportError` with one line
