@@ -347,11 +347,11 @@ def test_watch_on_a_terminal_shows_one_live_line(
 
 @pytest.mark.parametrize("workflow", WORKFLOWS)
 def test_node_set_down_while_running_is_a_node_failure(
-    jobs: dict[str, Job], slurm_cluster: SlurmCluster, tmp_path: Path, workflow: str
+    slurm_cluster: SlurmCluster, tmp_path: Path, workflow: str
 ) -> None:
     """With JobRequeue=1 (Slurm's default) the job is requeued after its node fails:
     watch reports NODE_FAILURE and cancels the requeued copy (test jobs are not retried)."""
-    job = build_job(slurm_cluster, tmp_path, workflow, workflow, "cancelled")
+    job = build_job(slurm_cluster, tmp_path, workflow, workflow, "cancelled", time_limit="00:10:00")
     node = slurm_cluster.hostname
     submit(job)
     start_watch(job, "--interval", "1s", "--timeout", "240s")

@@ -133,6 +133,12 @@ class Run:
 
             allocation.stop(self.transport, self.record.pid)
 
+    def _stop(self, why: str) -> None:
+        """Cancel from watch; a job that ended meanwhile makes scancel fail, and the
+        next look tells how it ended."""
+        with contextlib.suppress(LifecycleError):
+            self.cancel(why)
+
     def wait(
         self,
         timeout: float | str | None = None,
@@ -152,15 +158,15 @@ class Run:
                 on_poll(status)
             node_failed = status.job.state == "NODE_FAIL" and status.job.restarts > 0
             if status.logs.hang and not status.job.finished and self.record.ended_by is None:
-                self.cancel("hang")
+                self._stop("hang")
                 continue
             if node_failed and self.record.ended_by is None:
-                self.cancel("node_failure")  # the copy Slurm requeued: no retries
+                self._stop("node_failure")  # the copy Slurm requeued: no retries
             if status.job.finished:
                 return status
             if time.monotonic() >= deadline:
                 if cancel_on_timeout:
-                    self.cancel("monitor_timeout")
+                    self._stop("monitor_timeout")
                 verdict = Verdict.MONITOR_TIMEOUT
                 return Status(
                     status.job,
