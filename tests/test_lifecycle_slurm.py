@@ -11,6 +11,7 @@ outlive the time limit, from a ``pytest`` put first on the job's PATH.
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import json
 import os
@@ -18,8 +19,10 @@ import platform
 import pty
 import re
 import select
+import struct
 import subprocess
 import sys
+import termios
 import threading
 import time
 from collections.abc import Iterator
@@ -316,6 +319,7 @@ def test_watch_on_a_terminal_shows_one_live_line(
     )
     submit(job)
     leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 60, 0, 0))  # 60 columns
     proc = subprocess.Popen(
         [sys.executable, "-m", "scriptbuilder", "watch", str(job.work_dir), "--interval", "1s"],
         stdout=subprocess.PIPE,
@@ -344,6 +348,7 @@ def test_watch_on_a_terminal_shows_one_live_line(
     assert text.endswith("\n") and text.count("\n") == 1, repr(text)  # one line, updated
     assert any(re.search(r"RUNNING \d:\d\d:\d\d \| .*first line", u) for u in updates), text
     assert "COMPLETED" in updates[-1] and "-> PASSED" in updates[-1], text
+    assert all(len(u.rstrip("\n")) < 60 for u in updates), text  # never wraps
 
 
 @pytest.mark.parametrize("workflow", WORKFLOWS)

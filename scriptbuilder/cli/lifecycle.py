@@ -12,6 +12,7 @@ imported inside the commands, so ``scriptbuilder build`` does not load it.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -115,6 +116,14 @@ def status_line(run_id: str, status: Status) -> str:
     return line
 
 
+def _columns() -> int:
+    """Standard error's terminal width (80 when it does not say)."""
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns or 80
+    except (OSError, ValueError):
+        return 80
+
+
 def _progress(run_id: str) -> tuple[Callable[[Status], None], Callable[[], None]]:
     """The on_poll callback of watch and what ends its display."""
     live = sys.stderr is not None and sys.stderr.isatty()
@@ -123,7 +132,8 @@ def _progress(run_id: str) -> tuple[Callable[[Status], None], Callable[[], None]
     def on_poll(status: Status) -> None:
         line = status_line(run_id, status)
         if live:
-            width = 200
+            # no wider than the terminal: a wrapped line could not be redrawn in place
+            width = _columns() - 1
             write_out("\r\x1b[K" + line[:width], err=True)
             shown[0] = line
         elif shown[0] != (status.job.state, status.job.reason):
