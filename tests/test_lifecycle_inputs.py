@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from scriptbuilder.lifecycle.durations import parse_duration
-from scriptbuilder.lifecycle.logs import LogView, pytest_summary
+from scriptbuilder.lifecycle.logs import TAIL_BYTES, LogView, pytest_summary, read_logs
 from scriptbuilder.lifecycle.record import slurm_log_paths
 from scriptbuilder.lifecycle.slurm import JobState, from_scontrol, parse_sacct, parse_scontrol
+from scriptbuilder.lifecycle.transport import LocalTransport
 from scriptbuilder.lifecycle.verdict import EXIT_CODES, Verdict, decide
 from tests.build_env import BuildEnv
 
@@ -238,3 +239,20 @@ def test_bad_after_and_durations(built: Path) -> None:
     one_line_error(cli("submit", str(built), "--after", "12;rm", path=path), "--after", "job id")
     done = cli("watch", str(built), "--timeout", "soon", path=path)
     one_line_error(done, "--timeout 'soon' is not a duration")
+
+
+def test_a_huge_log_is_read_from_its_end(tmp_path: Path) -> None:
+    """A 4 GiB log (sparse) costs one bounded read: its summary line is found, and the
+    excerpt starts at a whole line."""
+    log = tmp_path / "job.out"
+    with log.open("wb") as f:
+        f.truncate(4 << 30)
+        f.seek(0, os.SEEK_END)
+        f.write(b"x" * 100 + b"\n" + b"line\n" * 200 + b"0: 3 passed, 1 skipped in 9.5s\n")
+    view = read_logs(LocalTransport(), str(log), str(log))
+    assert len(view.out_tail) <= TAIL_BYTES and pytest_summary(view.out_tail) == {
+        "passed": 3,
+        "skipped": 1,
+    }
+    excerpt = view.excerpt(failed=True)["out_last_100"]
+    assert len(excerpt) == 100 and excerpt[-1].endswith("in 9.5s") and excerpt[0] == "line"

@@ -419,3 +419,22 @@ def test_perf_sanity_launch_script_is_submitted(
     assert verdict["logs"]["out"] == str(env.work_dir / f"slurm-{job.job_id}.out"), verdict
     spec = json.loads((env.work_dir / "job_spec.json").read_text())
     assert set(verdict["matched_patterns"]["success"]) == set(spec["success_patterns"]), verdict
+
+
+def test_python_api_submit_wait_status_cancel(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    import scriptbuilder
+    from scriptbuilder.lifecycle import Verdict, open_run
+    from scriptbuilder.lifecycle.transport import LocalTransport
+
+    done = build_job(slurm_cluster, tmp_path, "api", "custom", "pass")
+    slow = build_job(slurm_cluster, tmp_path, "api-slow", "custom", "cancelled")
+    transport = LocalTransport(env=done.env)
+    run = scriptbuilder.submit(done.work_dir, transport=transport)
+    status = run.wait(timeout="3m", interval="1s")
+    assert status.verdict is Verdict.PASSED and status.exit_code == 0, status.report
+    again = open_run(done.work_dir, transport=transport).status()
+    assert again.verdict is Verdict.PASSED and again.report["job_id"] == run.job_id
+    running = scriptbuilder.submit(slow.work_dir, transport=transport)
+    assert running.status().verdict is None  # pending or running: no verdict yet
+    running.cancel()
+    assert running.wait(timeout="1m", interval="1s").verdict is Verdict.CANCELLED

@@ -29,8 +29,13 @@ _SUMMARY_LINE = re.compile(
 _COUNT = re.compile(r"(\d+) (\w+)")
 
 
-def text_of(data: bytes | None) -> str:
-    return "" if data is None else data.decode("utf-8", "replace")
+def text_of(data: bytes | None, limit: int | None = None) -> str:
+    """``data`` as text; a tail read that filled ``limit`` loses its first (partial) line."""
+    if data is None:
+        return ""
+    if limit is not None and len(data) >= limit:
+        data = data.partition(b"\n")[2]
+    return data.decode("utf-8", "replace")
 
 
 def last_lines(text: str, count: int) -> list[str]:
@@ -115,10 +120,14 @@ def read_logs(
     """The bounded view of the logs, with ``secrets`` shown as ``***``."""
     view = LogView(out_path, err_path)
     if out_path:
-        view.out_tail = _masked(text_of(transport.read_tail(out_path, TAIL_BYTES)), secrets)
+        view.out_tail = _masked(
+            text_of(transport.read_tail(out_path, TAIL_BYTES), TAIL_BYTES), secrets
+        )
     if err_path and err_path != out_path:
         view.err_head = _masked(text_of(transport.read_head(err_path, HEAD_BYTES)), secrets)
-        view.err_tail = _masked(text_of(transport.read_tail(err_path, TAIL_BYTES)), secrets)
+        view.err_tail = _masked(
+            text_of(transport.read_tail(err_path, TAIL_BYTES), TAIL_BYTES), secrets
+        )
     return view
 
 

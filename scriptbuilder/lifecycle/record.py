@@ -149,6 +149,8 @@ def read_record(build: Build, *, required: bool = True) -> RunRecord | None:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "record"
         raise LifecycleError(f"{path} is not a run record ({where}: {first['msg']})") from None
+    except OSError as exc:
+        raise LifecycleError(f"{path}: {exc.strerror} (remove it, then submit again)") from None
     if (record.job_spec_sha256, record.script_sha256) != (build.spec_sha256, build.script_sha256):
         raise LifecycleError(
             f"{path} is from another build of {build.work_dir} (job {record.job_id}): "

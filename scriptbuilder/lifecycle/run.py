@@ -284,8 +284,17 @@ def submit(
             after=after,
             **fields,
         )
-        record.write(build.work_dir)
-    return Run(build, record, transport, clock)
+        run = Run(build, record, transport, clock)
+        try:
+            record.write(build.work_dir)
+        except OSError as exc:  # an unrecorded job would be submitted again: stop it
+            with contextlib.suppress(LifecycleError, OSError):
+                run.cancel()
+            raise LifecycleError(
+                f"{build.work_dir / RUN_FILE}: {exc.strerror}; job {record.job_id} was "
+                "cancelled: make work_dir writable and submit again"
+            ) from None
+    return run
 
 
 def _earlier(build: Build) -> RunRecord | None:
