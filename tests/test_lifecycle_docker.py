@@ -106,6 +106,8 @@ def test_stopping_touches_only_its_own_container(
             time.sleep(0.1)
         assert sorted(running(docker_env)) == ["demo_custom", "other"]
         if how == "cancel":
+            look = sb("status", str(work_dir), env=docker_env)
+            assert look.returncode == 10 and " RUNNING " in look.stdout, look  # not finished
             cancelled = sb("cancel", str(work_dir), env=docker_env)
             assert cancelled.returncode == 0, cancelled.stderr
         out, _ = watch.communicate(timeout=60)
@@ -140,3 +142,10 @@ def test_the_stand_in_fails_where_docker_fails(docker_env: dict[str, str]) -> No
     finally:
         subprocess.run(["docker", "stop", "twice"], env=docker_env, capture_output=True)
         assert first.wait(timeout=30) == 143
+
+
+def test_after_needs_slurm(build_env: BuildEnv, docker_env: dict[str, str]) -> None:
+    work_dir = docker_job(build_env, "true")
+    done = sb("submit", str(work_dir), "--after", "12", env=docker_env)
+    assert done.returncode == 2 and "--after needs Slurm" in done.stderr, done
+    assert not (work_dir / "run.json").exists() and running(docker_env) == []
