@@ -14,7 +14,6 @@ import platform
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
@@ -28,6 +27,7 @@ from scriptbuilder.lifecycle.transport import LocalTransport, TransportError
 from scriptbuilder.scenarios.time_limit import TIMEOUT_PATTERN, TIMEOUT_STATUS
 from tests.build_env import BuildEnv, make_build_env
 from tests.slurm_cluster.cluster import SlurmCluster
+from tests.test_lifecycle_slurm import scriptbuilder as run_cli
 from tests.test_slurm_jobs import cluster_slurm_env
 
 pytestmark = pytest.mark.slurm
@@ -303,14 +303,7 @@ def test_stop_ends_the_script_and_keeps_the_allocation(
 
 
 def scriptbuilder(cluster: SlurmCluster, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "scriptbuilder", *args],
-        capture_output=True,
-        text=True,
-        env=cluster.env,
-        timeout=300,
-        check=False,
-    )
+    return run_cli(*args, env=cluster.env)
 
 
 def test_submit_watch_release_on_the_command_line(

@@ -13,7 +13,6 @@ import json
 import os
 import platform
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +27,7 @@ from scriptbuilder.lifecycle.transport import TransportError
 from tests.build_env import BuildEnv, make_build_env
 from tests.slurm_cluster.cluster import SlurmCluster, _free_port
 from tests.ssh_server.server import SshServer
+from tests.test_lifecycle_slurm import scriptbuilder as run_cli
 from tests.test_slurm_jobs import cluster_slurm_env
 
 pytestmark = pytest.mark.slurm
@@ -269,15 +269,7 @@ def test_unreachable_host_submits_nothing(
 
 def scriptbuilder(*args: str) -> subprocess.CompletedProcess[str]:
     """The CLI with no Slurm of its own: SLURM_CONF unset, so only ssh reaches the cluster."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-    return subprocess.run(
-        [sys.executable, "-m", "scriptbuilder", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
+    return run_cli(*args, env={k: v for k, v in os.environ.items() if not k.startswith("SLURM_")})
 
 
 def ssh_flags(server: SshServer, **changes: str) -> list[str]:
