@@ -150,8 +150,9 @@ def test_ssh_missing(
         transport(ssh_server).run(["true"])
 
 
-def test_the_executors_control_master_is_used(ssh_server: SshServer, tmp_path: Path) -> None:
-    """With the ControlPath of a running master, no key is needed; without it, auth fails."""
+@pytest.fixture
+def control_master(ssh_server: SshServer, tmp_path: Path) -> Iterator[str]:
+    """The ControlPath of an open master connection, as the remote executor keeps one."""
     socket_path = tmp_path / "cm" / "ssh-%r@%h:%p"
     socket_path.parent.mkdir()
     target = f"{ssh_server.user}@{ssh_server.host}"
@@ -164,17 +165,24 @@ def test_the_executors_control_master_is_used(ssh_server: SshServer, tmp_path: P
     )
     assert opened.returncode == 0, opened.stderr
     try:
-        keyless = {"IdentityFile": "/nonexistent/key"}
-        options = [o for o in ssh_server.options() if not o.startswith("IdentityFile=")]
-        options.append("IdentityFile=/nonexistent/key")
-        through_master = SshTransport(
-            ssh_server.host, ssh_server.user, control_path=str(socket_path), options=options
-        )
-        assert through_master.run(["true"]).returncode == 0
-        with pytest.raises(TransportError, match="Permission denied"):
-            transport(ssh_server, **keyless).run(["true"])
+        yield str(socket_path)
     finally:
         subprocess.run([*master[:3], "-O", "exit", *master[3:]], capture_output=True, timeout=30)
+
+
+#: Without a key ssh can log in only through the master connection.
+KEYLESS = {"IdentityFile": "/nonexistent/key"}
+
+
+def test_the_executors_control_master_is_used(ssh_server: SshServer, control_master: str) -> None:
+    """With the ControlPath of a running master, no key is needed; without it, auth fails."""
+    keyless = transport(ssh_server, **KEYLESS)
+    through_master = SshTransport(
+        ssh_server.host, ssh_server.user, control_path=control_master, options=keyless.options
+    )
+    assert through_master.run(["true"]).returncode == 0
+    with pytest.raises(TransportError, match="Permission denied"):
+        keyless.run(["true"])
 
 
 # ----- upload, submit, watch, cancel ------------------------------------------------------------
@@ -341,3 +349,19 @@ def test_ssh_options_refused_for_a_local_build(build_env: BuildEnv) -> None:
     assert done.returncode == 2, done
     assert "for remote_slurm builds" in done.stderr and "local_slurm" in done.stderr, done
     assert not (build_env.work_dir / "run.json").exists()
+
+
+def test_control_path_on_the_command_line(
+    ssh_server: SshServer, control_master: str, remote_env: BuildEnv
+) -> None:
+    """submit reaches the login node only through the master; watch reconnects the
+    same way from run.json."""
+    build_remote(remote_env, "echo through the master")
+    work_dir = str(remote_env.work_dir)
+    flags = ["--control-path", control_master, *ssh_flags(ssh_server, **KEYLESS)]
+    submitted = scriptbuilder("submit", work_dir, *flags)
+    assert submitted.returncode == 0, submitted.stderr
+    assert json.loads(submitted.stdout)["transport"]["control_path"] == control_master
+    watched = scriptbuilder("watch", work_dir, "--interval", "0.5s", "--timeout", "3m")
+    assert watched.returncode == 0, watched.stderr
+    assert json.loads(watched.stdout)["verdict"] == "PASSED", watched.stdout
