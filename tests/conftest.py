@@ -10,6 +10,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from tests.build_env import BuildEnv, make_build_env
 from tests.slurm_cluster.fixtures import slurm_cluster, standin_record  # noqa: F401
+from tests.ssh_server.fixtures import ssh_server  # noqa: F401
 
 
 class _TextSnapshot(SingleFileSnapshotExtension):

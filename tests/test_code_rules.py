@@ -33,6 +33,7 @@ LAYERS = (
     ("scriptbuilder.workflows",),
     ("scriptbuilder.outputs",),
     ("scriptbuilder.job",),
+    ("scriptbuilder.lifecycle",),
     ("scriptbuilder.api", "scriptbuilder"),
     ("scriptbuilder.cli", "scriptbuilder.__main__"),
 )

@@ -1,0 +1,286 @@
+"""``scriptbuilder submit|status|watch|cancel WORK_DIR``: the job's life after the build.
+
+``submit`` prints the run record (run.json) as one JSON object; ``status`` one
+line (``--json``: the verdict JSON) and ``watch`` the verdict JSON on standard
+output, both exiting with the verdict's code (see
+:data:`scriptbuilder.lifecycle.verdict.EXIT_CODES`; 10 while not finished, 2
+for bad input). ``watch`` shows its progress on standard error: one live line
+on a terminal, else one line per change of state. The lifecycle package is
+imported inside the commands, so ``scriptbuilder build`` does not load it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from scriptbuilder.cli.group import fail, write_out
+
+if TYPE_CHECKING:
+    from scriptbuilder.lifecycle.run import Status
+    from scriptbuilder.lifecycle.transport import Transport
+
+WORK_DIR = click.argument("work_dir", metavar="WORK_DIR", type=click.Path(file_okay=False))
+
+
+def _check_ssh_options(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> tuple[str, ...]:
+    for value in values:
+        key, sep, _ = value.partition("=")
+        if not sep or not key.isalnum() or "\n" in value:
+            raise click.BadParameter(f"{value!r} is not KEY=VALUE (e.g. Port=2222)", ctx, param)
+    return values
+
+
+def ssh_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--ssh-option KEY=VALUE`` (repeatable) and ``--control-path PATH``: how ssh
+    reaches a remote_slurm build's login node (see :func:`_ssh_transport`)."""
+    command = click.option(
+        "--control-path",
+        metavar="PATH",
+        help="ssh ControlPath of an open master connection, e.g. the remote executor's "
+        "/tmp/ssh-trtllm-%r@%h:%p (remote_slurm).",
+    )(command)
+    return click.option(
+        "--ssh-option",
+        "ssh_options",
+        multiple=True,
+        metavar="KEY=VALUE",
+        callback=_check_ssh_options,
+        help="An ssh -o option, e.g. Port=2222 (remote_slurm; repeatable).",
+    )(command)
+
+
+class Duration(click.ParamType):  # type: ignore[type-arg]  # generic in the stubs only
+    name = "DURATION"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from scriptbuilder.lifecycle.durations import parse_duration
+
+        try:
+            return parse_duration(
+                value, f"--{param.name.replace('_', '-')}" if param and param.name else "duration"
+            )
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """A LifecycleError as the one-line error of the group, with its exit code."""
+    from scriptbuilder.lifecycle.record import LifecycleError
+
+    try:
+        yield
+    except LifecycleError as exc:
+        fail(
+            click.get_current_context().find_root().info_name or "scriptbuilder",
+            str(exc),
+            exc.exit_code,
+        )
+
+
+def _json(data: dict[str, Any]) -> None:
+    write_out(json.dumps(data, ensure_ascii=False) + "\n")
+
+
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    total = int(seconds)
+    return f"{total // 3600}:{total // 60 % 60:02d}:{total % 60:02d}"
+
+
+def status_line(run_id: str, status: Status) -> str:
+    """``job ID STATE H:MM:SS`` and the queue reason while pending, the last log
+    line while running."""
+    job = status.job
+    line = f"job {run_id} {job.state}"
+    if job.state == "PENDING":
+        line += f" queued {_clock(job.queued)}" + (f" ({job.reason})" if job.reason else "")
+    else:
+        line += f" {_clock(job.elapsed)}"
+        last = status.logs.last_line()
+        if job.state == "RUNNING" and last:
+            line += f" | {last}"
+    if status.verdict is not None:
+        line += f" -> {status.verdict.value}"
+    return line
+
+
+def _columns() -> int:
+    """Standard error's terminal width (80 when it does not say)."""
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns or 80
+    except (OSError, ValueError):
+        return 80
+
+
+def _progress(run_id: str) -> tuple[Callable[[Status], None], Callable[[], None]]:
+    """The on_poll callback of watch and what ends its display."""
+    live = sys.stderr is not None and sys.stderr.isatty()
+    shown: list[Any] = [None]
+
+    def on_poll(status: Status) -> None:
+        line = status_line(run_id, status)
+        if live:
+            # no wider than the terminal: a wrapped line could not be redrawn in place
+            width = _columns() - 1
+            write_out("\r\x1b[K" + line[:width], err=True)
+            shown[0] = line
+        elif shown[0] != (status.job.state, status.job.reason):
+            shown[0] = (status.job.state, status.job.reason)
+            write_out(line + "\n", err=True)
+
+    def done() -> None:
+        if live and shown[0] is not None:
+            write_out("\n", err=True)
+
+    return on_poll, done
+
+
+def register(group: click.Group) -> None:
+    """Add the lifecycle commands to ``scriptbuilder``'s group."""
+    commands = (submit_command, status_command, watch_command, cancel_command, release_command)
+    for command in commands:
+        group.add_command(command)
+
+
+@click.command("submit")
+@WORK_DIR
+@click.option("--after", metavar="JOBID", help="Start only once job JOBID has succeeded.")
+@click.option("--again", is_flag=True, help="Submit a build that was already submitted.")
+@ssh_options
+def submit_command(work_dir: str, after: str | None, again: bool, **options: Any) -> None:
+    """Submit what the last build wrote to WORK_DIR; record it in WORK_DIR/run.json."""
+    from scriptbuilder.lifecycle.run import submit
+
+    with _errors():
+        run = submit(
+            work_dir, after=after, again=again, transport=_ssh_transport(work_dir, options)
+        )
+    _json(run.record.model_dump(mode="json"))
+
+
+@click.command("status")
+@WORK_DIR
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict JSON.")
+@ssh_options
+def status_command(work_dir: str, as_json: bool, **options: Any) -> int:
+    """One look at the run of WORK_DIR (no waiting); exits with the verdict's code."""
+    from scriptbuilder.lifecycle.run import open_run
+
+    with _errors():
+        run = open_run(work_dir, transport=_ssh_transport(work_dir, options))
+        status = run.status()
+    if as_json:
+        _json(status.report)
+    else:
+        write_out(status_line(run.job_id, status) + "\n")
+    return status.exit_code
+
+
+@click.command("watch")
+@WORK_DIR
+@click.option(
+    "--timeout",
+    type=Duration(),
+    help="Give up after this long (default: the "
+    "request's monitor_timeout, else 1h): 1h, 30m, 3600s, HH:MM:SS.",
+)
+@click.option(
+    "--interval", type=Duration(), default="30s", show_default=True, help="Time between two looks."
+)
+@click.option("--cancel-on-timeout", is_flag=True, help="Cancel the job when --timeout passes.")
+@ssh_options
+def watch_command(
+    work_dir: str, timeout: float | None, interval: float, cancel_on_timeout: bool, **options: Any
+) -> int:
+    """Follow the run of WORK_DIR until it ends; print the verdict JSON."""
+    from scriptbuilder.lifecycle.run import open_run
+
+    with _errors():
+        run = open_run(work_dir, transport=_ssh_transport(work_dir, options))
+        on_poll, done = _progress(run.job_id)
+        try:
+            status = run.wait(timeout, interval, cancel_on_timeout, on_poll)
+        finally:
+            done()
+    _json(status.report)
+    return status.exit_code
+
+
+@click.command("cancel")
+@WORK_DIR
+@ssh_options
+def cancel_command(work_dir: str, **options: Any) -> None:
+    """Cancel the run of WORK_DIR (scancel, or docker stop of its own container)."""
+    from scriptbuilder.lifecycle.run import open_run
+
+    with _errors():
+        run = open_run(work_dir, transport=_ssh_transport(work_dir, options))
+        run.cancel()
+    write_out(f"cancelled {run.job_id}\n")
+
+
+# ----- remote and persistent mode: `release`, and the ssh options of submit ----------------------
+
+
+def _ssh_transport(work_dir: str, options: dict[str, Any]) -> Transport | None:
+    """ssh to the build's login node with the given ``--ssh-option``/``--control-path``;
+    None when neither is given (submit then uses job_spec.json's host, the other
+    commands the ssh settings recorded in run.json)."""
+    given = tuple(options.get("ssh_options") or ())
+    control_path = options.get("control_path") or None
+    if not given and not control_path:
+        return None
+    from scriptbuilder.lifecycle.record import LifecycleError, load_build
+    from scriptbuilder.lifecycle.ssh import SshTransport
+    from scriptbuilder.lifecycle.transport import TransportError
+
+    build = load_build(Path(work_dir))
+    if build.scenario != "remote_slurm":
+        raise LifecycleError(
+            f"--ssh-option and --control-path are for remote_slurm builds, and {work_dir} "
+            f"holds a {build.scenario} build: leave them out"
+        )
+    try:
+        return SshTransport.from_job_spec(build.spec, control_path=control_path, options=given)
+    except TransportError as exc:
+        raise LifecycleError(str(exc)) from None
+
+
+@click.command("release")
+@WORK_DIR
+def release_command(work_dir: str) -> None:
+    """Free the held allocation persistent mode shares with the local Slurm executor
+    (scancel, and remove <repo_root>/work_dirs/.slurm_alloc.json); the checkout is the
+    repo_root of WORK_DIR's build."""
+    from scriptbuilder.lifecycle import allocation
+    from scriptbuilder.lifecycle.record import LifecycleError, load_build
+    from scriptbuilder.lifecycle.transport import LocalTransport, TransportError
+
+    with _errors():
+        build = load_build(Path(work_dir))
+        repo_root = build.spec.get("repo_root")
+        if not isinstance(repo_root, str) or not repo_root:
+            raise LifecycleError(
+                f"job_spec.json of {work_dir} has no repo_root, so no allocation record is "
+                "known: build again with repo_root set"
+            )
+        try:
+            job_id = allocation.release(repo_root, LocalTransport())
+        except TransportError as exc:
+            raise LifecycleError(str(exc)) from None
+    if job_id is None:
+        write_out(f"no allocation recorded in {allocation.record_path(repo_root)}\n")
+    else:
+        write_out(f"released allocation {job_id}\n")

@@ -1,0 +1,181 @@
+"""Slurm's side of a run: sbatch, the job's state, scancel (through a Transport).
+
+The state comes from ``squeue`` while the job is queued or running, then from
+``sacct -P`` (the job row and its step rows: a step killed for memory is an
+OUT_OF_MEMORY job); where there is no accounting (``sacct`` fails, or knows no
+such job) from ``scontrol show job``, which keeps a finished job for MinJobAge.
+A job requeued after a node failure (pending again with ``Restarts`` > 0) is
+reported as NODE_FAIL.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from scriptbuilder.lifecycle.transport import Transport, TransportError
+
+TERMINAL = frozenset(
+    {
+        "BOOT_FAIL",
+        "CANCELLED",
+        "COMPLETED",
+        "DEADLINE",
+        "FAILED",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "PREEMPTED",
+        "TIMEOUT",
+    }
+)
+_WHOLE_LINE = ("Command", "WorkDir", "StdErr", "StdIn", "StdOut", "Comment", "Reason")
+_FIELD = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=")
+_SQUEUE_FORMAT = "%T|%r|%M|%V|%S"
+_SACCT_FIELDS = "JobID,State,ExitCode,Elapsed,Submit,Start"
+
+
+class SlurmError(Exception):
+    """A Slurm command failed (the message names it and what it said)."""
+
+
+@dataclass
+class JobState:
+    state: str
+    reason: str = ""
+    exit_code: int | None = None
+    signal: int | None = None
+    elapsed: float | None = None
+    queued: float | None = None
+    restarts: int = 0
+
+    @property
+    def finished(self) -> bool:
+        return self.state in TERMINAL
+
+
+def _ok(transport: Transport, argv: Sequence[str], timeout: float = 60.0) -> str:
+    done = transport.run(argv, timeout=timeout)
+    if done.returncode != 0:
+        said = (done.stderr or done.stdout).decode("utf-8", "replace").strip()
+        said = said.splitlines()[-1] if said else f"exit code {done.returncode}"
+        raise SlurmError(f"{argv[0]} failed: {said}")
+    return done.stdout.decode("utf-8", "replace")
+
+
+def sbatch(transport: Transport, script: str, cwd: str, after: str | None = None) -> str:
+    """Submit ``script`` from ``cwd`` (``sbatch --chdir``); the job id."""
+    argv = ["sbatch", "--parsable", f"--chdir={cwd}"]
+    if after:
+        argv.append(f"--dependency=afterok:{after}")
+    out = _ok(transport, [*argv, script]).strip()
+    job_id = out.splitlines()[-1].split(";")[0].strip() if out else ""
+    if not job_id.isdigit():
+        raise SlurmError(f"sbatch printed no job id: {out[:200]!r}")
+    return job_id
+
+
+def scancel(transport: Transport, job_id: str) -> None:
+    _ok(transport, ["scancel", job_id])
+
+
+def seconds(text: str) -> float | None:
+    """``[D-][HH:]MM:SS`` (Slurm's elapsed time) in seconds; None when not one."""
+    match = re.fullmatch(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)", text.strip())
+    if not match:
+        return None
+    days, hours, minutes, secs = (int(g or 0) for g in match.groups())
+    return float(((days * 24 + hours) * 60 + minutes) * 60 + secs)
+
+
+def _timestamp(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+
+
+def _queued(submit: str, start: str, now: datetime) -> float | None:
+    """Seconds from ``submit`` to ``start`` (to ``now`` while it has not started);
+    Slurm's times are the cluster's local time, without a zone."""
+    if now.tzinfo is not None:
+        now = now.astimezone().replace(tzinfo=None)
+    began, started = _timestamp(submit), _timestamp(start)
+    if began is None:
+        return None
+    end = started if started is not None and started <= now else now
+    return max(0.0, (end - began).total_seconds())
+
+
+def parse_scontrol(text: str) -> dict[str, str]:
+    """Fields of ``scontrol show job`` (the multi-line form)."""
+    fields: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        key, sep, rest = line.partition("=")
+        if sep and key in _WHOLE_LINE:
+            fields[key] = rest
+            continue
+        matches = list(_FIELD.finditer(line))
+        for i, match in enumerate(matches):
+            end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
+            fields[match.group(1)] = line[match.end() : end].strip()
+    return fields
+
+
+def _exit(text: str) -> tuple[int | None, int | None]:
+    code, _, sig = text.partition(":")
+    return (int(code) if code.isdigit() else None, int(sig) if sig.isdigit() else None)
+
+
+def parse_sacct(text: str, job_id: str, now: datetime) -> JobState | None:
+    """The job's state from ``sacct -P -n -o JobID,State,ExitCode,Elapsed,Submit,Start``
+    rows (the job row and its steps); None when the job is not among them."""
+    rows = [line.split("|") for line in text.splitlines() if line.count("|") >= 5]
+    job = next((r for r in rows if r[0] == job_id), None)
+    if job is None:
+        return None
+    state = job[1].split()[0] if job[1].split() else "UNKNOWN"
+    if any(r[1].startswith("OUT_OF_MEMORY") for r in rows):
+        state = "OUT_OF_MEMORY"
+    code, sig = _exit(job[2])
+    return JobState(state, "", code, sig, seconds(job[3]), _queued(job[4], job[5], now))
+
+
+def from_scontrol(fields: dict[str, str], now: datetime) -> JobState:
+    code, sig = _exit(fields.get("ExitCode", ""))
+    state = fields.get("JobState", "UNKNOWN")
+    restarts = int(fields.get("Restarts", "0") or 0)
+    if state in ("PENDING", "REQUEUED") and restarts:
+        state = "NODE_FAIL"  # requeued after its node failed (JobRequeue=1)
+    queued = _queued(fields.get("SubmitTime", ""), fields.get("StartTime", ""), now)
+    elapsed = seconds(fields.get("RunTime", ""))
+    return JobState(state, fields.get("Reason", ""), code, sig, elapsed, queued, restarts)
+
+
+def query(transport: Transport, job_id: str, now: datetime) -> JobState:
+    """The job's state now (see the module text)."""
+    done = transport.run(["squeue", "-h", "-j", job_id, "-o", _SQUEUE_FORMAT])
+    row = done.stdout.decode("utf-8", "replace").strip().split("|")
+    if done.returncode == 0 and len(row) == 5:
+        if row[0] != "PENDING":  # pending: scontrol tells a job requeued after a node failure
+            return JobState(
+                row[0], row[1], None, None, seconds(row[2]), _queued(row[3], row[4], now)
+            )
+    elif done.returncode != 0 and b"Invalid job id" not in done.stderr:
+        said = done.stderr.decode("utf-8", "replace").strip() or f"exit code {done.returncode}"
+        raise SlurmError(f"squeue failed: {said.splitlines()[-1]}")
+    if done.returncode != 0 or row == [""]:  # no longer queued: accounting first
+        try:
+            acct = transport.run(["sacct", "-j", job_id, "-P", "-n", "-o", _SACCT_FIELDS])
+        except TransportError:
+            acct = None
+        if acct is not None and acct.returncode == 0:
+            found = parse_sacct(acct.stdout.decode("utf-8", "replace"), job_id, now)
+            if found is not None:
+                return found
+    shown = transport.run(["scontrol", "show", "job", job_id])
+    if shown.returncode != 0:
+        raise SlurmError(f"Slurm knows no job {job_id} (squeue, sacct and scontrol have none)")
+    return from_scontrol(parse_scontrol(shown.stdout.decode("utf-8", "replace")), now)
