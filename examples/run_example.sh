@@ -4,6 +4,7 @@
 # build/example/, and prints the report and the script.
 set -euo pipefail
 source "$(dirname "$0")/../scripts/env.sh"
+mkdir -p build  # work_dir build/example is created in it
 scriptbuilder build --explain examples/pytest_request.yaml
 echo
 cat build/example/qwen3_30b_auto_test.slurm
