@@ -7,19 +7,15 @@ API and ``scriptbuilder build``, and work_dir is left as it was.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.command_check import (
     CUSTOM_COMMAND_BYTES,
     MAX_COMMAND_BYTES,
-    _plainly_valid,
     bash_syntax_error,
     check_command,
     check_counts,
@@ -56,28 +52,6 @@ PARSABLE = [
     "echo $'\\r' \"$(date)\"",
     "pytest x # trailing comment with ' quote",
 ]
-#: Plain commands: the fast path must agree with bash on every one it decides.
-PLAIN = [
-    "a b c",
-    "a && b",
-    "a &&",
-    "&& a",
-    "a ; ; b",
-    "a & ; b",
-    "a;",
-    "a &",
-    ";",
-    "a || b | c |& d",
-    "if a",
-    "in",
-    "} a",
-    "a }",
-    "time a",
-    "coproc",
-    "a=1 b=2",
-    "x.py::t[a-b] -k x",
-    "a ;; b",
-]
 
 
 @pytest.mark.parametrize("command", UNPARSABLE)
@@ -88,35 +62,6 @@ def test_bash_refuses(command: str) -> None:
 @pytest.mark.parametrize("command", PARSABLE)
 def test_bash_accepts(command: str) -> None:
     assert bash_syntax_error(command) is None
-
-
-@pytest.mark.parametrize("command", PLAIN)
-def test_the_fast_path_accepts_only_what_bash_accepts(command: str) -> None:
-    real = subprocess.run(["bash", "-n"], input=command.encode(), capture_output=True)
-    if _plainly_valid(command):
-        assert real.returncode == 0
-    assert (bash_syntax_error(command) is None) == (real.returncode == 0)
-
-
-#: Pieces of commands the fast path reads: words, quotes, operators, reserved words.
-FAST_PIECES = st.sampled_from(
-    [*"ab '\"();&|<>#{}!\t*?[]~=", "&&", "||", "|&", ";;", "if", "then", "fi", "é", "\u2018"]
-)
-
-
-@settings(derandomize=True, max_examples=300, deadline=None)
-@given(pieces=st.lists(FAST_PIECES, min_size=1, max_size=12))
-def test_the_fast_path_never_accepts_what_bash_refuses(pieces: list[str]) -> None:
-    command = "".join(pieces)
-    if _plainly_valid(command):
-        real = subprocess.run(["bash", "-n"], input=command.encode(), capture_output=True)
-        assert real.returncode == 0, (command, real.stderr)
-
-
-def test_the_fast_path_takes_quoted_words() -> None:
-    assert _plainly_valid("pytest -k 'a and not b' \"x (y)\" x.py::t[a] && echo done;")
-    assert not _plainly_valid("pytest -k 'a")
-    assert not _plainly_valid('echo "$HOME"')
 
 
 def test_parsing_runs_nothing(tmp_path: Path) -> None:

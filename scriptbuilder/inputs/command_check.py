@@ -7,10 +7,10 @@ and the fix), by the API, ``scriptbuilder build`` and the drop-in alike:
 * :func:`check_command`: a command that is empty, holds a NUL (no program
   argument can), is longer than the way it travels can carry, or that bash
   cannot parse (an unbalanced quote, an unterminated ``$(``...). The parse is
-  bash's own (``bash -n``, which reads without running anything); commands of
-  words without expansions joined by control operators, which bash always
-  parses, are accepted without starting it.
-* :func:`check_custom_env`: ``custom_env`` must be ``NAME=VALUE`` words.
+  bash's own: ``bash -n`` (which reads without running anything), once per
+  command, the command on its standard input.
+* :func:`check_custom_env`: ``custom_env`` must be ``NAME=VALUE`` words, read
+  with the project's shell tokenizer.
 * :func:`check_counts`: node and task counts no partition can hold, or above
   what any Slurm job is given.
 """
@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
 from typing import TYPE_CHECKING
 
 from scriptbuilder.errors import BuildError
+from scriptbuilder.inputs.shellwords import ShellSyntaxError, tokenize
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -43,22 +46,8 @@ MAX_NODES = 10_000
 #: Seconds ``bash -n`` may take to read a command.
 BASH_TIMEOUT = 10.0
 
-#: Commands without these characters hold no expansion, escape or line break,
-#: so the project's tokenizer reads their quotes exactly as bash does.
-_NOT_PLAIN = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\\$`]")
-_BINARY = frozenset(["&&", "||", "|", "|&"])
-_TERMINATORS = frozenset([";", "&"])
-#: Words bash reads as syntax in command position.
-_RESERVED = frozenset(
-    [
-        *("if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while"),
-        *("until", "do", "done", "in", "function", "time", "coproc", "{", "}", "!", "[[", "]]"),
-    ]
-)
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _MESSAGE_PREFIX = re.compile(r"^\S*bash: (?:line \d+: )?")
-_CHECKED: dict[str, str | None] = {}
-_CACHE_LIMIT = 256
 
 
 def short(value: str, limit: int = 60) -> str:
@@ -67,49 +56,11 @@ def short(value: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 5] + "...'" + f" ({len(value)} chars)"
 
 
-def _plainly_valid(command: str) -> bool:
-    """True when ``command`` is words (quoted or not, without expansions) joined
-    by control operators in an order bash always accepts (no reserved word in
-    command position, no redirection, subshell or line break)."""
-    if _NOT_PLAIN.search(command) is not None:
-        return False
-    from scriptbuilder.inputs.shellwords import ShellSyntaxError, tokenize
-
-    try:
-        tokens = tokenize(command)
-    except ShellSyntaxError:
-        return False  # bash says what is wrong
-    expect_word = True  # at the start of a command: an operator here is an error
-    prefix = True  # still where bash reads assignments and the command word
-    last_op = ""
-    for token in tokens:
-        if token.kind == "op":
-            if expect_word or not (token.value in _BINARY or token.value in _TERMINATORS):
-                return False
-            expect_word, prefix, last_op = True, True, token.value
-            continue
-        if prefix:
-            raw = command[token.start : token.end]
-            # a reserved word, or ``name[`` which bash reads as an array subscript
-            if token.value in _RESERVED or "[" in raw:
-                return False
-            prefix = _ASSIGNMENT.match(raw) is not None
-        expect_word = False
-    return not expect_word or last_op in _TERMINATORS
-
-
 def bash_syntax_error(command: str) -> str | None:
     """bash's complaint about ``command`` (one line), or None when bash parses it.
 
     Runs ``bash -n`` (read, never run) on the command given on standard input,
     with an empty environment; None as well when there is no bash to ask."""
-    if _plainly_valid(command):
-        return None
-    if command in _CHECKED:
-        return _CHECKED[command]
-    import shutil
-    import subprocess
-
     bash = shutil.which("bash")
     if bash is None:
         return None
@@ -124,14 +75,10 @@ def bash_syntax_error(command: str) -> str | None:
         )
     except subprocess.TimeoutExpired:
         return f"bash did not finish reading it within {BASH_TIMEOUT:g} s"
-    problem = None
-    if done.returncode != 0:
-        lines = done.stderr.decode("utf-8", "replace").splitlines() or ["syntax error"]
-        problem = _MESSAGE_PREFIX.sub("", lines[0]).strip()
-    if len(_CHECKED) >= _CACHE_LIMIT:
-        _CHECKED.clear()
-    _CHECKED[command] = problem
-    return problem
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.decode("utf-8", "replace").splitlines() or ["syntax error"]
+    return _MESSAGE_PREFIX.sub("", lines[0]).strip()
 
 
 def _text_size(field: str, value: str) -> int:
@@ -140,8 +87,6 @@ def _text_size(field: str, value: str) -> int:
         raise BuildError(
             f"{field} holds a NUL character, which no program argument can carry; remove it"
         )
-    if value.isascii():  # one byte a character, and no surrogate
-        return len(value)
     try:
         return len(value.encode("utf-8", "surrogateescape"))
     except UnicodeEncodeError:
@@ -200,15 +145,14 @@ def check_custom_env(field: str, value: str) -> None:
             f"{field} is {size} bytes, but the CUSTOM_ENV environment variable it travels in "
             f"carries at most {MAX_ARG_BYTES - len('CUSTOM_ENV=')}; set fewer variables"
         )
-    problem = bash_syntax_error(value)
-    if problem is not None:
+    try:
+        tokens = tokenize(value)
+    except ShellSyntaxError as exc:
         raise BuildError(
-            f"{field} {short(value)} cannot be read by bash ({problem}); write NAME=VALUE "
+            f"{field} {short(value)} cannot be read by bash ({exc}); write NAME=VALUE "
             "words and close every quote, e.g. A=1 B='x y'"
-        )
-    from scriptbuilder.inputs.shellwords import tokenize
-
-    for token in tokenize(value):
+        ) from None
+    for token in tokens:
         raw = value[token.start : token.end]
         if token.kind == "op" and token.value == "\n":
             continue
