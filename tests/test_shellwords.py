@@ -12,8 +12,6 @@ import pytest
 from scriptbuilder.inputs.shellwords import (
     ShellSyntaxError,
     Token,
-    _Lexer,
-    _plain_tokens,
     replace_token,
     simple_commands,
     split_top_level,
@@ -307,7 +305,6 @@ def test_simple_commands_keeps_quoted_keywords() -> None:
 @pytest.mark.skipif(BASH is None, reason="bash not installed")
 def test_random_words_match_bash(tmp_path: Path) -> None:
     """Seeded fuzz: random mixes of quoting characters, compared with bash's argv."""
-    import random
 
     pieces = ["a", "b", " ", "'", '"', "\\", "\n", "#", "$'", "\\n", "x\\'", "é", "\t", "=", "-"]
     rng = random.Random(20240601)
@@ -323,16 +320,3 @@ def test_random_words_match_bash(tmp_path: Path) -> None:
         assert [t.value for t in tokens] == bash_words(command, tmp_path), repr(command)
         compared += 1
     assert compared > 50
-
-
-def test_plain_command_fast_path_agrees_with_the_lexer() -> None:
-    """Commands of plain words and control operators skip the full lexer; for
-    every such command both give the same tokens, and anything quoted, expanded
-    or redirected goes to the lexer."""
-    rng = random.Random(7)
-    alphabet = list("ab -;&|\t*?[]{}~=x:,.\u00e9\r")
-    for _ in range(20_000):
-        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
-        assert _plain_tokens(text) == _Lexer(text).tokens(), text
-    for text in ["a 'b'", 'a "b"', "a $b", "a `b`", "a\\ b", "a # c", "a > f", "(a)", "a\nb"]:
-        assert _plain_tokens(text) is None

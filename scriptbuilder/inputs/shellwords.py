@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Literal, NamedTuple
+from dataclasses import dataclass
+from typing import Literal
 
 __all__ = [
     "ShellSyntaxError",
@@ -40,16 +41,14 @@ class ShellSyntaxError(ValueError):
         self.position = position
 
 
-class Token(NamedTuple):
+@dataclass(frozen=True)
+class Token:
     """One word or operator of a command.
 
     ``value`` is the word after bash quote removal (``--model='a b'`` gives
     ``--model=a b``); expansions such as ``$HOME`` or ``$(cmd)`` are kept as
     their raw text and make ``literal`` false.  For operators ``value`` is the
     operator text (a newline is the operator ``"\\n"``).
-
-    A named tuple: immutable like a frozen dataclass, and made in a third of the
-    time (a long command has dozens of tokens).
     """
 
     value: str
@@ -66,18 +65,10 @@ _OPERATORS = (
     "&", "|", ";", "(", ")", "<", ">",
 )  # fmt: skip
 _METACHARS = frozenset(" \t\n;&|()<>")
-#: A run of characters that stand for themselves in a word (at least one).
-_ORDINARY_RUN = re.compile(r"[^ \t\n;&|()<>\\'\"$`]+|.", re.DOTALL)
-#: A whole word of such characters, when a metacharacter or the end follows it.
-_PLAIN_WORD = re.compile(r"[^ \t\n;&|()<>\\'\"$`]+(?=[ \t\n;&|()]|[<>](?!\()|\Z)")
-#: Characters without which no tilde, brace or pathname expansion applies.
-_MAYBE_EXPANDS = re.compile(r"[*?\[{~]")
 _BLANKS = frozenset(" \t")
 _NAME_START = re.compile(r"[A-Za-z_]")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FD_REDIRECT = re.compile(r"[0-9]+(?=[<>])")
-_DIGITS = frozenset("0123456789")
-_OPERATOR_CHARS = frozenset(o[0] for o in _OPERATORS)
 _SPECIAL_PARAMS = frozenset("@*#?$!-0123456789")
 # Placeholder for a quoted (or expanded) character in a word's shape.
 _Q = "\x00"
@@ -362,11 +353,6 @@ class _Lexer:
 
     def read_word(self, i: int) -> tuple[Token, int]:
         s, n = self.s, self.n
-        plain = _PLAIN_WORD.match(s, i)
-        if plain is not None:  # the common case: nothing quoted or expanded
-            end = plain.end()
-            text = s[i:end]
-            return Token(text, i, end, "word", not _expands(text)), end
         start = i
         value: list[str] = []
         # Unquoted characters as they are, quoted/expanded runs as _Q: what
@@ -425,10 +411,9 @@ class _Lexer:
                 literal = False
                 i = end
             else:
-                end = _ORDINARY_RUN.match(s, i).end()  # type: ignore[union-attr]
-                value.append(s[i:end])
-                shape.append(s[i:end])
-                i = end
+                value.append(c)
+                shape.append(c)
+                i += 1
         if literal:
             literal = not _expands("".join(shape))
         return Token("".join(value), start, i, "word", literal), i
@@ -475,13 +460,9 @@ class _Lexer:
                 i = n if newline < 0 else newline
                 continue
             op_start = i
-            fd = _FD_REDIRECT.match(s, i) if c in _DIGITS else None
+            fd = _FD_REDIRECT.match(s, i)
             j = fd.end() if fd else i
-            op = (
-                next((o for o in _OPERATORS if s.startswith(o, j)), None)
-                if s[j] in _OPERATOR_CHARS
-                else None
-            )
+            op = next((o for o in _OPERATORS if s.startswith(o, j)), None)
             is_procsub = op in ("<", ">") and s.startswith("(", j + 1)
             if op is not None and not is_procsub and (fd is None or op[0] in "<>"):
                 i = j + len(op)
@@ -499,8 +480,6 @@ class _Lexer:
 
 def _expands(shape: str) -> bool:
     """Whether tilde, brace or pathname expansion applies to a word of this shape."""
-    if _MAYBE_EXPANDS.search(shape) is None:
-        return False
     if "*" in shape or "?" in shape or _GLOB_BRACKET.search(shape):
         return True
     if _BRACE_EXPANSION.search(shape):
@@ -523,41 +502,8 @@ def tokenize(command: str) -> list[Token]:
     """Split ``command`` into words and operators the way bash's parser does.
 
     Raises ShellSyntaxError for an unterminated quote or substitution.
-    Tokens are immutable, so the last few commands' tokens are reused.
     """
-    hit = _recent.get(command)
-    if hit is None:
-        hit = tuple(_plain_tokens(command) or _Lexer(command).tokens())
-        if len(_recent) >= 64:
-            _recent.clear()
-        _recent[command] = hit
-    return list(hit)
-
-
-_recent: dict[str, tuple[Token, ...]] = {}
-
-#: Characters that need the full lexer: quoting, expansions, comments,
-#: redirections, subshells and line breaks.
-_NEEDS_LEXER = re.compile(r"[\\'\"$`#<>()\n]")
-#: Without those, a command is blanks, control operators and plain words.
-_PLAIN_PIECE = re.compile(r"[ \t]*(?:(;;&|&&|\|\||;;|;&|\|&|[;&|])|([^ \t;&|]+))")
-
-
-def _plain_tokens(command: str) -> list[Token] | None:
-    """The tokens of a command made of plain words and control operators only
-    (the :class:`_Lexer` gives the same), or None when it has anything else."""
-    if _NEEDS_LEXER.search(command) is not None:
-        return None
-    may_expand = _MAYBE_EXPANDS.search(command) is not None
-    out: list[Token] = []
-    for piece in _PLAIN_PIECE.finditer(command):
-        if piece.lastindex == 2:
-            word = piece[2]
-            literal = not (may_expand and _expands(word))
-            out.append(Token(word, piece.start(2), piece.end(), "word", literal))
-        else:
-            out.append(Token(piece[1], piece.start(1), piece.end(), "op"))
-    return out
+    return _Lexer(command).tokens()
 
 
 def simple_commands(tokens: Sequence[Token]) -> list[list[Token]]:
