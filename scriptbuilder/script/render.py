@@ -63,6 +63,7 @@ _RESERVED = frozenset(
      "do", "done", "in", "function", "time", "{", "}", "!", "[[", "]]"]
 )  # fmt: skip
 _INDENT = "  "
+_EXIT_STATUS = Var("?")
 #: Never written raw in any quoting context (see the module docstring), surrogates included.
 _CONTROL = r"\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff"
 #: Special in single quotes: the unicode quotes shellcheck warns about there (SC1112).
@@ -186,7 +187,7 @@ def _expansion(part: Var | Subst) -> str:
 def render_word(word: Word) -> str:
     """One word: bare or single-quoted when literal, else double-quoted."""
     parts = word.parts
-    if parts == (Var("?"),):  # the exit status, never split
+    if parts == (_EXIT_STATUS,):  # a number, never split
         return "$?"
     text = _literal_text(parts)
     if text is not None:
