@@ -26,7 +26,6 @@ from typing import Literal
 __all__ = [
     "ShellSyntaxError",
     "Token",
-    "replace_token",
     "simple_commands",
     "split_top_level",
     "tokenize",
@@ -125,45 +124,74 @@ class _Lexer:
             raise self.error("single quote", i - 1)
         return j + 1
 
-    def _skip_escaped(self, i: int, close: str, what: str, opened: int) -> int:
-        """``i`` is just past an opening quote whose body may hold backslash
-        escapes; return the index past ``close``."""
+    def skip(
+        self,
+        i: int,
+        close: str,
+        what: str,
+        origin: int,
+        nest: str = "",
+        *,
+        quotes: bool = False,
+        subst: bool = False,
+        code: bool = False,
+    ) -> int:
+        """The index past the ``close`` that ends the construct opened at ``origin``
+        (``i`` is just past its opening; ``nest`` opens a nested pair). Backslash
+        escapes are skipped; with ``quotes`` quoted strings too, with ``subst``
+        substitutions, with ``code`` (shell code) ANSI-C strings and comments."""
         s, n = self.s, self.n
-        j = i
+        depth, j, word_start = 0, i, True
         while j < n:
-            if s[j] == "\\":
+            c = s[j]
+            starts_word, word_start = word_start, c in " \t\n;&|(<>"
+            if c == "\\":
                 j += 2
-            elif s[j] == close:
-                return j + 1
+                word_start = False
+            elif c == close:
+                if depth == 0:
+                    return j + 1
+                depth -= 1
+                j += 1
+                word_start = True
+            elif c == nest:
+                depth += 1
+                j += 1
+            elif quotes and c == "'":
+                j = self.skip_single(j + 1)
+            elif quotes and c == '"':
+                j = self.skip_double(j + 1)
+            elif subst and c == "`":
+                j = self.skip_backtick(j + 1)
+            elif code and c == "$" and s.startswith("'", j + 1):
+                j = self.skip_ansi_c(j + 2)
+            elif subst and c == "$" and j + 1 < n and s[j + 1] in "({[":
+                j = self.skip_dollar(j)
+            elif code and c == "#" and starts_word:
+                newline = s.find("\n", j)
+                j = n if newline < 0 else newline
             else:
                 j += 1
-        raise self.error(what, opened)
+        raise self.error(what, origin)
 
     def skip_ansi_c(self, i: int) -> int:
         """``i`` is just past ``$'``; return the index past the closing ``'``."""
-        return self._skip_escaped(i, "'", "$'...' quote", i - 2)
+        return self.skip(i, "'", "$'...' quote", i - 2)
 
     def skip_backtick(self, i: int) -> int:
         """``i`` is just past an opening backtick; return the index past the closing one."""
-        return self._skip_escaped(i, "`", "backquote substitution", i - 1)
+        return self.skip(i, "`", "backquote substitution", i - 1)
 
     def skip_double(self, i: int) -> int:
         """``i`` is just past an opening ``"``; return the index past the closing one."""
-        s, n = self.s, self.n
-        j = i
-        while j < n:
-            c = s[j]
-            if c == "\\":
-                j += 2
-            elif c == '"':
-                return j + 1
-            elif c == "`":
-                j = self.skip_backtick(j + 1)
-            elif c == "$" and j + 1 < n and s[j + 1] in "({[":
-                j = self.skip_dollar(j)
-            else:
-                j += 1
-        raise self.error("double quote", i - 1)
+        return self.skip(i, '"', "double quote", i - 1, subst=True)
+
+    def skip_code(self, i: int, origin: int) -> int:
+        """Skip shell code up to the ``)`` that closes the ``(`` before ``i``: the
+        inside of ``$(...)``, ``$((...))``, ``<(...)`` and ``>(...)``."""
+        kind = "command" if self.s[origin] == "$" else "process"
+        what = f"{kind} substitution '{self.s[origin : origin + 2]}'"
+        return self.skip(i, ")", what, origin, "(", quotes=True, subst=True, code=True)
 
     def skip_dollar(self, i: int) -> int:
         """``s[i]`` is ``$`` followed by ``(``, ``{`` or ``[``; return the index past the end."""
@@ -171,90 +199,10 @@ class _Lexer:
         if opener == "(":
             return self.skip_code(i + 2, i)
         if opener == "{":
-            return self.skip_braced(i + 2, i)
-        return self.skip_bracketed(i + 2, i)
-
-    def skip_code(self, i: int, origin: int) -> int:
-        """Skip shell code up to the ``)`` that closes the ``(`` before ``i``.
-
-        Used for ``$(...)``, ``$((...))`` and ``<(...)``/``>(...)``.
-        """
-        s, n = self.s, self.n
-        depth = 0
-        j = i
-        word_start = True
-        while j < n:
-            c = s[j]
-            starts_word = word_start
-            word_start = c in " \t\n;&|(<>"
-            if c == "\\":
-                j += 2
-                word_start = False
-            elif c == "'":
-                j = self.skip_single(j + 1)
-            elif c == '"':
-                j = self.skip_double(j + 1)
-            elif c == "`":
-                j = self.skip_backtick(j + 1)
-            elif c == "$" and j + 1 < n and s[j + 1] == "'":
-                j = self.skip_ansi_c(j + 2)
-            elif c == "$" and j + 1 < n and s[j + 1] in "({[":
-                j = self.skip_dollar(j)
-            elif c == "#" and starts_word:
-                newline = s.find("\n", j)
-                j = n if newline < 0 else newline
-            elif c == "(":
-                depth += 1
-                j += 1
-            elif c == ")":
-                if depth == 0:
-                    return j + 1
-                depth -= 1
-                j += 1
-                word_start = True
-            else:
-                j += 1
-        what = "command substitution" if s[origin] == "$" else "process substitution"
-        raise self.error(f"{what} '{s[origin : origin + 2]}'", origin)
-
-    def _skip_nested(self, i: int, origin: int, brackets: str, what: str, *, quotes: bool) -> int:
-        """Skip to past the ``brackets[1]`` closing the one before ``i``, counting
-        nested pairs; with ``quotes``, quotes and expansions inside are skipped whole."""
-        s, n = self.s, self.n
-        opening, closing = brackets[0], brackets[1]
-        depth = 0
-        j = i
-        while j < n:
-            c = s[j]
-            if c == "\\":
-                j += 2
-            elif quotes and c == "'":
-                j = self.skip_single(j + 1)
-            elif quotes and c == '"':
-                j = self.skip_double(j + 1)
-            elif quotes and c == "`":
-                j = self.skip_backtick(j + 1)
-            elif quotes and c == "$" and j + 1 < n and s[j + 1] in "({[":
-                j = self.skip_dollar(j)
-            elif c == opening:
-                depth += 1
-                j += 1
-            elif c == closing:
-                if depth == 0:
-                    return j + 1
-                depth -= 1
-                j += 1
-            else:
-                j += 1
-        raise self.error(what, origin)
-
-    def skip_braced(self, i: int, origin: int) -> int:
-        """Skip the inside of ``${...}`` (``i`` past the ``{``)."""
-        return self._skip_nested(i, origin, "{}", "parameter expansion '${'", quotes=True)
-
-    def skip_bracketed(self, i: int, origin: int) -> int:
-        """Skip the inside of the old arithmetic form ``$[...]``."""
-        return self._skip_nested(i, origin, "[]", "arithmetic expansion '$['", quotes=False)
+            return self.skip(
+                i + 2, "}", "parameter expansion '${'", i, "{", quotes=True, subst=True
+            )
+        return self.skip(i + 2, "]", "arithmetic expansion '$['", i, "[")
 
     def dollar_end(self, i: int) -> int | None:
         """End of the expansion starting with ``$`` at ``i``, or None for a literal ``$``."""
@@ -594,8 +542,3 @@ def _span_text(command: str, tokens: Sequence[Token]) -> str:
     if not tokens:
         return ""
     return command[tokens[0].start : tokens[-1].end].strip(" \t\n")
-
-
-def replace_token(command: str, token: Token, new_text: str) -> str:
-    """``command`` with the raw ``new_text`` in place of ``token``'s span."""
-    return command[: token.start] + new_text + command[token.end :]
