@@ -33,14 +33,14 @@ def _check(
         raise ValueError(f"not {what}: {value!r}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Lit:
     """A literal string; rendering quotes it so the shell sees these exact bytes."""
 
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Var:
     """A variable expanded at run time: ``${name}``, or ``${name:-default}``."""
 
@@ -52,14 +52,14 @@ class Var:
             _check(self.name)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Subst:
     """A command substitution expanded at run time: ``$(command)``."""
 
     command: Command
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScriptText:
     """A literal whose text is the rendering of ``body`` (the ``-c`` of ``bash -c``).
 
@@ -70,7 +70,7 @@ class ScriptText:
     body: tuple[Statement, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Difference:
     """Integer arithmetic expanded at run time: ``$((first - rest[0] - ...))``."""
 
@@ -81,7 +81,7 @@ class Difference:
 Part = Lit | Var | Subst | ScriptText | Difference
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Word:
     """One shell word made of literal and run-time parts."""
 
@@ -108,7 +108,7 @@ def to_word(value: WordLike) -> Word:
     return value if isinstance(value, Word) else Word((value,))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Command:
     """A simple command: an argument vector of words."""
 
@@ -126,12 +126,12 @@ class Command:
 # ---------------------------------------------------------------- statements
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Shebang:
     interpreter: str = "/bin/bash"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Directive:
     """``#SBATCH --option=value`` (``value`` None gives a bare flag)."""
 
@@ -144,17 +144,17 @@ class Directive:
             raise ValueError(f"#SBATCH --{self.option} value must be one line: {self.value!r}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Comment:
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Blank:
     pass
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Assign:
     """``name=value``."""
 
@@ -165,12 +165,12 @@ class Assign:
         _check(self.name)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Export(Assign):
     """``export name=value``."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Redirect:
     """``<op><target>``, for example ``2>/dev/null``; ``target`` is a literal path."""
 
@@ -182,7 +182,7 @@ class Redirect:
             raise ValueError(f"not a redirection operator: {self.op!r}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Run:
     """Run one simple command, with its redirections; in the background (``&``)
     when ``background`` is set."""
@@ -192,7 +192,7 @@ class Run:
     background: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Function:
     """``name() { body }``: a shell function."""
 
@@ -203,7 +203,7 @@ class Function:
         _check(self.name, "a function name")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Trap:
     """``trap <body> <signals>``: run ``body`` when one of ``signals`` arrives
     (an empty body ignores them)."""
@@ -218,7 +218,7 @@ class Trap:
             _check(signal, "a signal name", _SIGNAL_NAME)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ClearEnv:
     """Unset every exported variable whose name starts with one of ``prefixes``.
 
@@ -236,7 +236,7 @@ class ClearEnv:
             _check(name)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class If:
     """``if <test>; then <body>; else <orelse>; fi`` (no ``else`` when ``orelse`` is empty)."""
 
@@ -245,7 +245,7 @@ class If:
     orelse: tuple[Statement, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Subshell:
     """``( <body> )``, optionally with its own positional parameters (``set -- args``)."""
 
@@ -253,7 +253,7 @@ class Subshell:
     args: tuple[Word, ...] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SrunOption:
     """``--name=value`` on an srun or docker line (``value`` None gives a bare flag).
 
@@ -264,7 +264,7 @@ class SrunOption:
     value: Word | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Srun:
     """One job step: ``srun <options> <payload>``, in the background (``&``) when
     ``background`` is set."""
@@ -274,7 +274,7 @@ class Srun:
     background: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DockerRun:
     """``docker run <options> <image> <payload>``."""
 
@@ -283,7 +283,7 @@ class DockerRun:
     payload: Command
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Exit:
     status: Word
 
@@ -305,7 +305,7 @@ Statement = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SbatchScript:
     """A whole batch script: shebang, ``#SBATCH`` directives, then the body."""
 
@@ -315,7 +315,7 @@ class SbatchScript:
     header: tuple[Comment, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ShellScript:
     """A plain script with no directives (for example ``docker_cmd.sh``)."""
 
