@@ -41,7 +41,7 @@ def _refused(argv: list[str], message: str) -> str:
         (b"\xfe\xff\x00{", "is not UTF-8 text"),
         (b"[" * 100_000, "is nested too deeply"),
         (b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "is nested too deeply"),
-        (b"a: " + b"[" * 5000 + b"]" * 5000, "is nested too deeply"),
+        (b"a: " + b"[" * 5000 + b"]" * 5000, "maximum nesting depth"),
         (ALIAS_BOMB.encode(), "uses the YAML alias *a; aliases are not accepted"),
         (b"a: &x 1\nb: *x\n", "uses the YAML alias *x"),
         (

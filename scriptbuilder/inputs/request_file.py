@@ -86,14 +86,17 @@ def read_json_object(
 
 
 def _parse_yaml(text: str, label: str) -> Any:
+    # libyaml's loader refuses nesting beyond 1,000 levels at once; the pure-Python
+    # scanner (when PyYAML was built without libyaml) is quadratic in the nesting.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        for event in yaml.parse(text, Loader=loader):
             if isinstance(event, yaml.AliasEvent):
                 raise BuildError(
                     f"{label} uses the YAML alias *{str(event.anchor)[:60]}; aliases are "
                     "not accepted in requests, write the value out"
                 )
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=loader)
     except RecursionError:
         raise BuildError(f"{label} is nested too deeply; flatten it") from None
     except yaml.YAMLError as exc:
