@@ -17,6 +17,8 @@ from scriptbuilder.inputs.command_args import (
     replace_flag_value,
 )
 from scriptbuilder.inputs.shellwords import Token, tokenize
+from scriptbuilder.script.render import quote_literal
+from tests.build_env import BuildEnv
 
 
 def _words(command: str) -> list[Token]:
@@ -101,38 +103,38 @@ def test_replace_flag_value(command: str, expected: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("command", "tp", "pp", "ep", "gpus", "model"),
+    ("command", "tp", "pp", "gpus", "model"),
     [
-        ("trtllm-eval --model m gsm8k", 1, 1, None, None, "m"),
-        ("trtllm-eval --model=m --tp_size 4 --pp_size=2 mmlu", 4, 2, None, None, "m"),
-        ("trtllm-eval --tp_size 2 --tp_size=8 gsm8k", 8, 1, None, None, None),
-        ("trtllm-eval --tp 2 --pp 2 --ep 2 gsm8k", 2, 2, 2, None, None),
-        ("trtllm-eval --ep_size 4 --gpus_per_node 4 gsm8k", 1, 1, 4, 4, None),
-        ("trtllm-llmapi-launch trtllm-eval --tp_size 2 gsm8k", 2, 1, None, None, None),
-        ("A=1 B='x y' env -u C trtllm-eval --tp_size 2 gsm8k", 2, 1, None, None, None),
-        ("/usr/local/bin/trtllm-eval --tp_size 2 gsm8k", 2, 1, None, None, None),
+        ("trtllm-eval --model m gsm8k", 1, 1, None, "m"),
+        ("trtllm-eval --model=m --tp_size 4 --pp_size=2 mmlu", 4, 2, None, "m"),
+        ("trtllm-eval --tp_size 2 --tp_size=8 gsm8k", 8, 1, None, None),
+        ("trtllm-eval --tp 2 --pp 2 --ep 2 gsm8k", 2, 2, None, None),
+        ("trtllm-eval --ep_size 4 --gpus_per_node 4 gsm8k", 1, 1, 4, None),
+        ("trtllm-llmapi-launch trtllm-eval --tp_size 2 gsm8k", 2, 1, None, None),
+        ("A=1 B='x y' env -u C trtllm-eval --tp_size 2 gsm8k", 2, 1, None, None),
+        ("/usr/local/bin/trtllm-eval --tp_size 2 gsm8k", 2, 1, None, None),
         (
             "pip install x --tp_size 9 && trtllm-eval --model 'my model' --tp_size 2 gsm8k",
-            2, 1, None, None, "my model",
+            2, 1, None, "my model",
         ),
         (
             "trtllm-eval --tp_size 2 gsm8k; trtllm-eval --tp_size 4 mmlu",
-            4, 1, None, None, None,
+            4, 1, None, None,
         ),
-        ("python -m tensorrt_llm.commands.eval --tp_size 2 --model m gsm8k", 2, 1, None, None, "m"),
-        ("trtllm-eval --model m gsm8k --extra 'a --tp_size 8'", 1, 1, None, None, "m"),
+        ("python -m tensorrt_llm.commands.eval --tp_size 2 --model m gsm8k", 2, 1, None, "m"),
+        ("trtllm-eval --model m gsm8k --extra 'a --tp_size 8'", 1, 1, None, "m"),
         (
             "trtllm-eval --model m \\\n  --tp_size 2 \\\n  gsm8k # comment --tp_size 8",
-            2, 1, None, None, "m",
+            2, 1, None, "m",
         ),
     ],
 )  # fmt: skip
 def test_parse_eval_cmd(
-    command: str, tp: int, pp: int, ep: int | None, gpus: int | None, model: str | None
+    command: str, tp: int, pp: int, gpus: int | None, model: str | None
 ) -> None:
     args = parse_eval_cmd(command)
     assert isinstance(args, EvalArgs)
-    assert (args.tp_size, args.pp_size, args.ep_size, args.gpus_per_node) == (tp, pp, ep, gpus)
+    assert (args.tp_size, args.pp_size, args.gpus_per_node) == (tp, pp, gpus)
     assert (args.model.value if args.model else None) == model
     assert args.world_size == tp * pp
 
@@ -168,7 +170,6 @@ def test_eval_model_with_expansion_is_not_literal() -> None:
             "eval_cmd: --pp_size must be a positive integer, got '-1'",
         ),
         ("trtllm-eval --tp 1.5 gsm8k", "eval_cmd: --tp must be a positive integer, got '1.5'"),
-        ("trtllm-eval --ep_size 0 gsm8k", "eval_cmd: --ep_size must be a positive integer"),
         ("trtllm-eval --gpus_per_node=a", "eval_cmd: --gpus_per_node must be a positive integer"),
         ("trtllm-eval --tp_size $TP gsm8k", "shell expansions are not evaluated"),
         ("trtllm-eval --tp_size", "eval_cmd: --tp_size is missing its value"),
@@ -208,7 +209,6 @@ def test_parse_bench_cmd_prep_and_run() -> None:
         run_cmd=RUN,
         tp=2,
         pp=2,
-        ep=4,
         model=args.model,
         model_path=args.model_path,
     )
@@ -221,43 +221,43 @@ def test_parse_bench_cmd_prep_and_run() -> None:
 
 
 @pytest.mark.parametrize(
-    ("command", "prep", "run", "tp", "pp", "ep"),
+    ("command", "prep", "run", "tp", "pp"),
     [
-        ("trtllm-bench --model m throughput", "", "trtllm-bench --model m throughput", 1, 1, 0),
-        ("  trtllm-bench -m m latency --tp=4  ", "", "trtllm-bench -m m latency --tp=4", 4, 1, 0),
+        ("trtllm-bench --model m throughput", "", "trtllm-bench --model m throughput", 1, 1),
+        ("  trtllm-bench -m m latency --tp=4  ", "", "trtllm-bench -m m latency --tp=4", 4, 1),
         (
             "trtllm-bench -m m prepare-dataset --tp 8 && trtllm-bench -m m throughput",
-            "trtllm-bench -m m prepare-dataset --tp 8", "trtllm-bench -m m throughput", 1, 1, 0,
+            "trtllm-bench -m m prepare-dataset --tp 8", "trtllm-bench -m m throughput", 1, 1,
         ),
         (
             "a --tp 8 && trtllm-bench -m m throughput --tp 2 --tp 4 --ep 0 | tee out.log",
             "a --tp 8", "trtllm-bench -m m throughput --tp 2 --tp 4 --ep 0 | tee out.log",
-            4, 1, 0,
+            4, 1,
         ),
         (
             "trtllm-bench -m m throughput --extra 'x && y' --tp 2",
-            "", "trtllm-bench -m m throughput --extra 'x && y' --tp 2", 2, 1, 0,
+            "", "trtllm-bench -m m throughput --extra 'x && y' --tp 2", 2, 1,
         ),
         (
             "python prep.py --out \"$(date && echo x)\" && trtllm-bench -m m throughput",
-            "python prep.py --out \"$(date && echo x)\"", "trtllm-bench -m m throughput", 1, 1, 0,
+            "python prep.py --out \"$(date && echo x)\"", "trtllm-bench -m m throughput", 1, 1,
         ),
         (
             "trtllm-bench -m m prepare-dataset \\\n  --output d \\\n  && \\\n"
             "  trtllm-llmapi-launch trtllm-bench -m m throughput \\\n    --tp 2",
             "trtllm-bench -m m prepare-dataset \\\n  --output d",
-            "trtllm-llmapi-launch trtllm-bench -m m throughput \\\n    --tp 2", 2, 1, 0,
+            "trtllm-llmapi-launch trtllm-bench -m m throughput \\\n    --tp 2", 2, 1,
         ),
         (
             "{ mkdir -p d && prep; } && trtllm-bench -m m throughput --pp 2",
-            "{ mkdir -p d && prep; }", "trtllm-bench -m m throughput --pp 2", 1, 2, 0,
+            "{ mkdir -p d && prep; }", "trtllm-bench -m m throughput --pp 2", 1, 2,
         ),
-        ("python bench.py --tp 2 --model m", "", "python bench.py --tp 2 --model m", 2, 1, 0),
+        ("python bench.py --tp 2 --model m", "", "python bench.py --tp 2 --model m", 2, 1),
     ],
 )  # fmt: skip
-def test_parse_bench_cmd(command: str, prep: str, run: str, tp: int, pp: int, ep: int) -> None:
+def test_parse_bench_cmd(command: str, prep: str, run: str, tp: int, pp: int) -> None:
     args = parse_bench_cmd(command)
-    assert (args.prep_cmd, args.run_cmd, args.tp, args.pp, args.ep) == (prep, run, tp, pp, ep)
+    assert (args.prep_cmd, args.run_cmd, args.tp, args.pp) == (prep, run, tp, pp)
 
 
 @pytest.mark.parametrize(
@@ -298,7 +298,6 @@ def test_parse_bench_cmd_model(command: str, model: str | None, model_path: str 
             "trtllm-bench -m m throughput --pp 0",
             "bench_cmd: --pp must be a positive integer, got '0'",
         ),
-        ("trtllm-bench -m m throughput --ep -1", "bench_cmd: --ep must be a non-negative integer"),
         ("trtllm-bench -m m throughput --tp=$N", "shell expansions are not evaluated"),
         ('trtllm-bench -m "m throughput', "bench_cmd: unterminated double quote"),
     ],
@@ -349,3 +348,23 @@ def test_model_name_from_nothing_usable(model: str) -> None:
 )
 def test_is_hf_model_id(model: str, expected: bool) -> None:
     assert is_hf_model_id(model) is expected
+
+
+# ---------------------------------------------------------------- flags passed through
+
+
+@pytest.mark.parametrize(
+    ("workflow", "field", "command"),
+    [
+        ("eval", "eval_cmd", 'trtllm-eval --model M --tp_size 2 --ep_size "$EP" mmlu'),
+        ("eval", "eval_cmd", "trtllm-eval --model M --tp 2 --ep=any mmlu"),
+        ("bench", "bench_cmd", 'trtllm-bench --model m throughput --tp 2 --ep "$EP"'),
+        ("bench", "bench_cmd", "trtllm-bench --model m throughput --tp 2 --ep -1"),
+    ],
+)
+def test_expert_parallel_flags_pass_through(
+    build_env: BuildEnv, workflow: str, field: str, command: str
+) -> None:
+    job = build_env.build(build_env.request(workflow, **{field: command}, model_name="m"))
+    assert job.job_spec_data["required_devices"] == 2
+    assert quote_literal(command) in job.script_text

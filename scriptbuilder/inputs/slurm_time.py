@@ -23,10 +23,6 @@ _TIME = re.compile(
 )
 
 
-def _number(text: str | None) -> int:
-    return int(text) if text else 0
-
-
 def time_limit_minutes(value: str) -> int | None:
     """The length of a Slurm time limit in minutes, None for no limit; ValueError
     when ``value`` is in none of Slurm's formats."""
@@ -35,13 +31,13 @@ def time_limit_minutes(value: str) -> int | None:
     match = _TIME.fullmatch(value)
     if match is None:
         raise ValueError(f"not a Slurm time limit: {value!r}")
+    part = {name: int(text) if text else 0 for name, text in match.groupdict().items()}
     if match["days"] is not None:
-        hours = int(match["days"]) * 24 + int(match["dh"])
-        seconds = (hours * 60 + _number(match["dm"])) * 60 + _number(match["ds"])
+        seconds = ((part["days"] * 24 + part["dh"]) * 60 + part["dm"]) * 60 + part["ds"]
     elif match["h"] is not None:
-        seconds = (int(match["h"]) * 60 + int(match["hm"])) * 60 + int(match["hs"])
+        seconds = (part["h"] * 60 + part["hm"]) * 60 + part["hs"]
     else:
-        seconds = int(match["m"]) * 60 + _number(match["ms"])
+        seconds = part["m"] * 60 + part["ms"]
     minutes = -(-seconds // 60)
     return None if minutes == 0 else minutes
 

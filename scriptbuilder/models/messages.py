@@ -15,6 +15,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from scriptbuilder.errors import BuildError
+
 #: Longest value or field name quoted in a message.
 MAX_QUOTED = 60
 #: Longest list of known field names in a message (the schema has them all).
@@ -135,8 +137,6 @@ M = typing.TypeVar("M", bound=BaseModel)
 
 def validated(model: type[M], data: Any, subject: str, fix: str) -> M:
     """``model.model_validate(data)``; a refusal becomes a one-line BuildError."""
-    from scriptbuilder.errors import BuildError
-
     try:
         return model.model_validate(data)
     except ValidationError as exc:

@@ -13,10 +13,12 @@ environment at run time instead, so no file holds it.
 from __future__ import annotations
 
 import fnmatch
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scriptbuilder.errors import BuildError
+from scriptbuilder.inputs.shellwords import ShellSyntaxError, tokenize
 
 if TYPE_CHECKING:
     from scriptbuilder.models import BuildRequest
@@ -42,8 +44,6 @@ class Assignment:
 def assignments(text: str) -> list[Assignment]:
     """The ``NAME=value`` words of ``text`` (shell assignments, as ``custom_env``
     holds them); other words are skipped."""
-    from scriptbuilder.inputs.shellwords import ShellSyntaxError, tokenize
-
     try:
         tokens = tokenize(text)
     except ShellSyntaxError as exc:
@@ -73,48 +73,28 @@ def from_environment(text: str, secret: list[Assignment]) -> str:
 def _forms(value: str) -> set[str]:
     """How ``value`` can appear in a printout: as is, single- or double-quoted for
     the shell, escaped in JSON."""
-    import json  # only a request with secrets needs it
-
     double = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
     double = double.replace("`", "\\`")
     return {value, value.replace("'", "'\\''"), double, json.dumps(value)[1:-1]}
 
 
-def _shown_forms(secrets: tuple[str, ...]) -> list[str]:
-    """Every form of every secret, longest first (so a form inside a longer one
-    does not leave the rest of it shown)."""
+def mask(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with every secret value shown as ``***``: every form of every
+    secret, longest first (so a form inside a longer one leaves none of it shown)."""
     forms = {form for value in secrets for form in _forms(value) if form}
-    return sorted(forms, key=len, reverse=True)
-
-
-def _masked(text: str, forms: list[str]) -> str:
-    for form in forms:
+    for form in sorted(forms, key=len, reverse=True):
         text = text.replace(form, SHOWN)
     return text
 
 
-def mask(text: str, secrets: tuple[str, ...]) -> str:
-    """``text`` with every secret value shown as ``***``."""
-    if not secrets:
-        return text
-    return _masked(text, _shown_forms(secrets))
-
-
 def mask_data(value: Any, secrets: tuple[str, ...]) -> Any:
-    """``value`` (JSON-like data) with every string masked (``value`` itself when
-    there are no secrets)."""
-    if not secrets:
-        return value
-    return _masked_data(value, _shown_forms(secrets))
-
-
-def _masked_data(value: Any, forms: list[str]) -> Any:
+    """``value`` (JSON-like data) with every string masked."""
     if isinstance(value, str):
-        return _masked(value, forms)
+        return mask(value, secrets)
     if isinstance(value, dict):
-        return {key: _masked_data(item, forms) for key, item in value.items()}
+        return {key: mask_data(item, secrets) for key, item in value.items()}
     if isinstance(value, list):
-        return [_masked_data(item, forms) for item in value]
+        return [mask_data(item, secrets) for item in value]
     return value
 
 

@@ -23,8 +23,6 @@ Quoting rules, applied by construction:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from scriptbuilder.script.tree import (
     Assign,
@@ -40,7 +38,7 @@ from scriptbuilder.script.tree import (
     Function,
     If,
     Lit,
-    Redirect,
+    Part,
     Run,
     SbatchScript,
     ScriptText,
@@ -55,77 +53,26 @@ from scriptbuilder.script.tree import (
     Word,
 )
 
-if TYPE_CHECKING:
-    from scriptbuilder.script.tree import Part
-
-_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-#: Characters of a word left bare (as ``[A-Za-z0-9_@%+=:,./-]``).
-_SAFE = frozenset(_ALNUM + "_@%+=:,./-")
-#: Characters of an ``#SBATCH`` value left bare.
-_SAFE_DIRECTIVE = _SAFE | frozenset("()[]*")
+#: A word left bare.
+_SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
+#: An ``#SBATCH`` value left bare.
+_SAFE_DIRECTIVE = re.compile(r"[A-Za-z0-9_@%+=:,./()\[\]*-]+")
+#: Words the shell reads as syntax in command position.
 _RESERVED = frozenset(
-    [
-        "if",
-        "then",
-        "else",
-        "elif",
-        "fi",
-        "case",
-        "esac",
-        "for",
-        "select",
-        "while",
-        "until",
-        "do",
-        "done",
-        "in",
-        "function",
-        "time",
-        "{",
-        "}",
-        "!",
-        "[[",
-        "]]",
-    ]
-)
+    ["if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until",
+     "do", "done", "in", "function", "time", "{", "}", "!", "[[", "]]"]
+)  # fmt: skip
 _INDENT = "  "
-
-
-#: Never written raw in any quoting context (see the module docstring).
-_CONTROL = frozenset(
-    [chr(c) for c in range(0x20) if chr(c) not in "\t\n"]
-    + [chr(c) for c in range(0x7F, 0xA0)]
-    + ["\u2028", "\u2029"]
-)
-#: Unicode quotes shellcheck warns about inside single quotes (SC1112).
-_SQ_SPECIAL = _CONTROL | frozenset("\u2018\u2019")
-#: Unicode quotes shellcheck warns about inside double quotes (SC1111).
-_DQ_SPECIAL = _CONTROL | frozenset("\u201c\u201d\u2033\u2036")
+_EXIT_STATUS = Var("?")
+#: Never written raw in any quoting context (see the module docstring), surrogates included.
+_CONTROL = r"\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff"
+#: Special in single quotes: the unicode quotes shellcheck warns about there (SC1112).
+_SQ_SPECIAL = re.compile(f"[{_CONTROL}\u2018\u2019]")
+#: Special in double quotes: the unicode quotes shellcheck warns about there (SC1111).
+_DQ_SPECIAL = re.compile(f"[{_CONTROL}\u201c\u201d\u2033\u2036]")
 #: What a one-line display of shell text may not hold raw.
-_LINE_SPECIAL = _SQ_SPECIAL | frozenset("\n")
+_LINE_SPECIAL = re.compile(f"[{_CONTROL}\u2018\u2019\n]")
 _NAMED_ESCAPES = {"\a": "\\a", "\b": "\\b", "\x1b": "\\E", "\f": "\\f", "\r": "\\r", "\v": "\\v"}
-
-
-def _finder(special: frozenset[str]) -> re.Pattern[str]:
-    """A pattern matching one character of ``special`` or a surrogate."""
-    return re.compile("[" + "".join(sorted(map(re.escape, special))) + "\ud800-\udfff]")
-
-
-#: Every set of special characters this module checks text against, as a pattern.
-_FINDERS = {s: _finder(s) for s in (_SQ_SPECIAL, _DQ_SPECIAL, _LINE_SPECIAL)}
-
-
-def _plain(text: str, special: frozenset[str]) -> bool:
-    """True when ``text`` holds no character of ``special`` and no surrogate."""
-    if text.isprintable():
-        # Printable text has no control character and no surrogate; only the
-        # unicode quotes remain to look for.
-        return text.isascii() or special.isdisjoint(text)
-    return _FINDERS[special].search(text) is None
-
-
-def _is_special(char: str, special: frozenset[str]) -> bool:
-    return char in special or "\ud800" <= char <= "\udfff"
 
 
 def _escape_char(char: str) -> str:
@@ -141,14 +88,14 @@ def _escape_char(char: str) -> str:
     return "".join(f"\\x{byte:02x}" for byte in char.encode("utf-8"))
 
 
-def _ansi_c(text: str, special: frozenset[str]) -> str:
+def _ansi_c(text: str, special: re.Pattern[str]) -> str:
     """``text`` as one ANSI-C quoted word: ``$'...'``, with ``\\`` and ``'``
-    escaped and the characters of ``special`` (and surrogates) as escapes."""
+    escaped and the characters ``special`` matches as escapes."""
     out = []
     for char in text:
-        if char == "\\" or char == "'":
+        if char in "\\'":
             out.append("\\" + char)
-        elif _is_special(char, special):
+        elif special.match(char):
             out.append(_escape_char(char))
         else:
             out.append(char)
@@ -157,14 +104,14 @@ def _ansi_c(text: str, special: frozenset[str]) -> str:
 
 def _single_quoted(text: str) -> str:
     """``text`` in single quotes, or ANSI-C quoted when it holds a special character."""
-    if not _plain(text, _SQ_SPECIAL):
+    if _SQ_SPECIAL.search(text):
         return _ansi_c(text, _SQ_SPECIAL)
     return "'" + text.replace("'", "'\\''") + "'"
 
 
 def quote_literal(text: str) -> str:
     """Quote ``text`` so the shell reads it back unchanged as one word."""
-    if text and (_SAFE.issuperset(text) or text in ("[", "]")):
+    if _SAFE.fullmatch(text) or text in ("[", "]"):
         return text
     return _single_quoted(text)
 
@@ -172,7 +119,7 @@ def quote_literal(text: str) -> str:
 def one_line_command(text: str) -> str:
     """Shell text ``text`` as one line that runs the same when pasted into bash:
     as written when it is one plain line, else ``eval $'...'``."""
-    if _plain(text, _LINE_SPECIAL):
+    if _LINE_SPECIAL.search(text) is None:
         return text
     return "eval " + _ansi_c(text, _LINE_SPECIAL)
 
@@ -180,144 +127,101 @@ def one_line_command(text: str) -> str:
 def _dq_escape(text: str) -> str:
     """Escape ``\\``, ``"``, ``$`` and backtick for a double-quoted context; a
     special character closes the double quotes for an ANSI-C quoted part."""
-    if not _plain(text, _DQ_SPECIAL):
-        out = []
-        start = 0
-        for index, char in enumerate(text):
-            if _is_special(char, _DQ_SPECIAL):
-                out.append(_dq_escape(text[start:index]))
-                out.append('"' + _ansi_c(char, _DQ_SPECIAL) + '"')
-                start = index + 1
-        out.append(_dq_escape(text[start:]))
-        return "".join(out)
-    if "\\" in text:
-        text = text.replace("\\", "\\\\")
-    if '"' in text:
-        text = text.replace('"', '\\"')
-    if "$" in text:
-        text = text.replace("$", "\\$")
-    if "`" in text:
-        text = text.replace("`", "\\`")
+    special = _DQ_SPECIAL.search(text)
+    if special is not None:
+        at = special.start()
+        quoted = '"' + _ansi_c(text[at], _DQ_SPECIAL) + '"'
+        return _dq_escape(text[:at]) + quoted + _dq_escape(text[at + 1 :])
+    for char in '\\"$`':
+        text = text.replace(char, "\\" + char)
     return text
 
 
 def _render_var(var: Var) -> str:
     if var.default is None:
-        return (
-            "$" + var.name
-            if len(var.name) == 1 and not var.name.isalpha()
-            else "${" + var.name + "}"
-        )
-    if not _plain(var.default, _DQ_SPECIAL):
+        short = len(var.name) == 1 and not var.name.isalpha()
+        return "$" + var.name if short else "${" + var.name + "}"
+    if _DQ_SPECIAL.search(var.default):
         raise ValueError(f"a variable default must be plain text: {var.default!r}")
     return "${" + var.name + ":-" + _dq_escape(var.default) + "}"
-
-
-def _arith_term(term: Var | Subst | int) -> str:
-    if isinstance(term, int):
-        return str(term)
-    if isinstance(term, Var):
-        return _render_var(term)
-    return "$(" + render_command(term.command) + ")"
-
-
-def _script_text(part: ScriptText) -> str:
-    return render_inline(part.body)
-
-
-# Word parts are matched by exact type (``type(part) is Lit``): the part classes of
-# :mod:`scriptbuilder.script.tree` have no subclasses, and the test is cheaper than
-# ``isinstance`` on the path every word of every script takes.
 
 
 def _literal_text(parts: tuple[Part, ...]) -> str | None:
     """The text of a word made only of literal parts; None when a part expands."""
     out = []
     for part in parts:
-        if type(part) is Lit:
+        if isinstance(part, Lit):
             out.append(part.text)
-        elif type(part) is ScriptText:
-            out.append(_script_text(part))
+        elif isinstance(part, ScriptText):
+            out.append(render_inline(part.body))
         else:
             return None
-    return out[0] if len(out) == 1 else "".join(out)
-
-
-def _command_name(word: Word) -> str:
-    """The first word of a command: text the shell would read as an assignment,
-    reserved word or job spec in command position is quoted."""
-    text = _literal_text(word.parts)
-    if text is None:
-        return _word_text(word)
-    if "=" in text or text in _RESERVED or text.startswith("%"):
-        return _single_quoted(text)
-    return quote_literal(text)
-
-
-def render_word(word: Word, *, command_name: bool = False) -> str:
-    """Render one word. ``command_name`` forces quoting of text the shell would
-    read as an assignment, reserved word or job spec in command position."""
-    return _command_name(word) if command_name else _word_text(word)
-
-
-def _word_text(word: Word) -> str:
-    parts = word.parts
-    if len(parts) == 1:
-        only = parts[0]
-        if type(only) is Lit:  # the usual word: one literal, often safe as it is
-            return (
-                only.text if only.text and _SAFE.issuperset(only.text) else quote_literal(only.text)
-            )
-        if type(only) is Var:
-            return "$?" if only.name == "?" and only.default is None else f'"{_render_var(only)}"'
-    text = _literal_text(parts)
-    if text is not None:
-        return quote_literal(text)
-    return '"' + _expanding_text(parts) + '"'
+    return "".join(out)
 
 
 def _expanding_text(parts: tuple[Part, ...]) -> str:
     """The inside of the double quotes of a word with run-time parts."""
     out = []
     for part in parts:
-        if type(part) is Lit:
+        if isinstance(part, Lit):
             out.append(_dq_escape(part.text))
-        elif type(part) is Var:
-            out.append(_render_var(part))
-        elif type(part) is Subst:
-            out.append("$(" + render_command(part.command) + ")")
-        elif type(part) is ScriptText:
-            out.append(_dq_escape(_script_text(part)))
-        elif type(part) is Difference:
-            terms = [_arith_term(t) for t in (part.first, *part.rest)]
+        elif isinstance(part, ScriptText):
+            out.append(_dq_escape(render_inline(part.body)))
+        elif isinstance(part, Difference):
+            terms = [
+                _expansion(t) if not isinstance(t, int) else str(t)
+                for t in (part.first, *part.rest)
+            ]
             out.append("$((" + " - ".join(terms) + "))")
+        else:
+            out.append(_expansion(part))
     return "".join(out)
 
 
+def _expansion(part: Var | Subst) -> str:
+    if isinstance(part, Var):
+        return _render_var(part)
+    return "$(" + render_command(part.command) + ")"
+
+
+def render_word(word: Word) -> str:
+    """One word: bare or single-quoted when literal, else double-quoted."""
+    parts = word.parts
+    if parts == (_EXIT_STATUS,):  # a number, never split
+        return "$?"
+    text = _literal_text(parts)
+    if text is not None:
+        return quote_literal(text)
+    return '"' + _expanding_text(parts) + '"'
+
+
 def render_command(command: Command) -> str:
-    argv = command.argv
-    words = [_command_name(argv[0])]
-    words += map(_word_text, argv[1:])
-    return " ".join(words)
+    """The words of ``command``; a first word the shell would read as an
+    assignment, reserved word or job spec is quoted."""
+    first = _literal_text(command.argv[0].parts)
+    if first is not None and ("=" in first or first in _RESERVED or first.startswith("%")):
+        name = _single_quoted(first)
+    else:
+        name = render_word(command.argv[0])
+    return " ".join([name, *map(render_word, command.argv[1:])])
 
 
 def render_option(option: SrunOption) -> str:
     """``name=value`` as one word (``name`` alone for a flag)."""
-    name, value = option.name, option.value
-    if value is None:
-        return quote_literal(name)
-    text = _literal_text(value.parts)
+    if option.value is None:
+        return quote_literal(option.name)
+    text = _literal_text(option.value.parts)
     if text is not None:
-        return quote_literal(name + "=" + text)
-    return '"' + _dq_escape(name + "=") + _expanding_text(value.parts) + '"'
+        return quote_literal(option.name + "=" + text)
+    return '"' + _dq_escape(option.name + "=") + _expanding_text(option.value.parts) + '"'
 
 
 def render_directive(directive: Directive) -> str:
     head = f"#SBATCH --{directive.option}"
-    if directive.value is None:
-        return head
     value = directive.value
-    if not (value and _SAFE_DIRECTIVE.issuperset(value)):
+    if value is None:
+        return head
+    if not _SAFE_DIRECTIVE.fullmatch(value):
         value = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return f"{head}={value}"
 
@@ -333,15 +237,6 @@ def _clear_env_lines(node: ClearEnv) -> list[str]:
     return [f"for __sb_name in $(compgen -e); do {case}; done; unset -v __sb_name"]
 
 
-def _continued(head: str, lines: list[str]) -> list[str]:
-    """``head \\`` followed by indented continuation lines."""
-    out = [head + " \\"]
-    out += [_INDENT + line + " \\" for line in lines[:-1]]
-    if lines:
-        out.append(_INDENT + lines[-1])
-    return out
-
-
 def _launch_words(node: Srun | DockerRun) -> tuple[str, list[str]]:
     """The program and its rendered arguments, one option per entry."""
     options = [render_option(o) for o in node.options]
@@ -350,88 +245,53 @@ def _launch_words(node: Srun | DockerRun) -> tuple[str, list[str]]:
     return "docker run", [*options, render_word(node.image), render_command(node.payload)]
 
 
-def _comment(node: Comment) -> list[str]:
-    return ["# " + line if line else "#" for line in node.text.split("\n")]
+def _launch(node: Srun | DockerRun) -> list[str]:
+    """``head \\`` and one indented continuation line per word."""
+    head, words = _launch_words(node)
+    lines = [head + " \\", *(_INDENT + word + " \\" for word in words)]
+    lines[-1] = lines[-1].removesuffix(" \\")
+    if isinstance(node, Srun) and node.background:
+        lines[-1] += " &"
+    return lines
 
 
-def _blank(node: Blank) -> list[str]:
-    return [""]
-
-
-def _export(node: Export) -> list[str]:
-    return [f"export {node.name}={render_word(node.value)}"]
-
-
-def _assign(node: Assign) -> list[str]:
-    return [f"{node.name}={render_word(node.value)}"]
-
-
-def _redirect(node: Redirect) -> str:
-    return node.op + quote_literal(node.target)
-
-
-def _run(node: Run) -> list[str]:
+def _run(node: Run) -> str:
     words = [render_command(node.command)]
-    if node.redirects:
-        words += map(_redirect, node.redirects)
-    if node.background:
-        words.append("&")
-    return [" ".join(words)]
+    words += [r.op + quote_literal(r.target) for r in node.redirects]
+    return " ".join([*words, "&"] if node.background else words)
 
 
 def _indented(body: tuple[Statement, ...]) -> list[str]:
     return [_INDENT + line for child in body for line in _statement_lines(child)]
 
 
-def _if(node: If) -> list[str]:
-    orelse = ["else", *_indented(node.orelse)] if node.orelse else []
-    return [f"if {render_command(node.test)}; then", *_indented(node.body), *orelse, "fi"]
-
-
-def _function(node: Function) -> list[str]:
-    return [f"{node.name}() {{", *_indented(node.body), "}"]
-
-
-def _trap(node: Trap) -> list[str]:
-    return [" ".join(["trap", quote_literal(render_inline(node.body)), *node.signals])]
-
-
-def _launch(node: Srun | DockerRun) -> list[str]:
-    head, words = _launch_words(node)
-    lines = _continued(head, words)
-    if isinstance(node, Srun) and node.background:
-        lines[-1] += " &"
-    return lines
-
-
-def _exit(node: Exit) -> list[str]:
-    return [f"exit {render_word(node.status)}"]
-
-
-_BLOCK: dict[type, Callable[[Any], list[str]]] = {
-    Comment: _comment,
-    Blank: _blank,
-    Export: _export,
-    Assign: _assign,
-    Run: _run,
-    Function: _function,
-    Trap: _trap,
-    ClearEnv: _clear_env_lines,
-    If: _if,
-    Srun: _launch,
-    DockerRun: _launch,
-    Exit: _exit,
-}
-
-
 def _statement_lines(node: Statement) -> list[str]:
     """The lines of a statement at block level."""
+    if isinstance(node, Comment):
+        return ["# " + line if line else "#" for line in node.text.split("\n")]
+    if isinstance(node, Blank):
+        return [""]
+    if isinstance(node, Assign):
+        export = "export " if isinstance(node, Export) else ""
+        return [f"{export}{node.name}={render_word(node.value)}"]
+    if isinstance(node, Run):
+        return [_run(node)]
+    if isinstance(node, Function):
+        return [f"{node.name}() {{", *_indented(node.body), "}"]
+    if isinstance(node, Trap):
+        return [" ".join(["trap", quote_literal(render_inline(node.body)), *node.signals])]
+    if isinstance(node, ClearEnv):
+        return _clear_env_lines(node)
+    if isinstance(node, If):
+        orelse = ["else", *_indented(node.orelse)] if node.orelse else []
+        return [f"if {render_command(node.test)}; then", *_indented(node.body), *orelse, "fi"]
+    if isinstance(node, Srun | DockerRun):
+        return _launch(node)
+    if isinstance(node, Exit):
+        return [f"exit {render_word(node.status)}"]
     if isinstance(node, Subshell):
         return _inline_lines(node)
-    block = _BLOCK.get(type(node))
-    if block is None:
-        raise TypeError(f"not a statement node: {node!r}")
-    return block(node)
+    raise TypeError(f"not a statement node: {node!r}")
 
 
 def _joined(lines: list[str]) -> str:
@@ -455,7 +315,7 @@ def _inline_lines(node: Statement) -> list[str]:
     if isinstance(node, Subshell):
         inner = [line for child in node.body for line in _inline_lines(child)]
         if node.args is not None:
-            inner.insert(0, " ".join(["set --", *(render_word(w) for w in node.args)]))
+            inner.insert(0, " ".join(["set --", *map(render_word, node.args)]))
         return ["(" + _joined(inner) + ")"]
     if isinstance(node, Function):
         return [f"{node.name}() {{ {_inline(node.body)}; }}"]
@@ -476,8 +336,7 @@ def render(script: SbatchScript | ShellScript) -> str:
     lines = [f"#!{script.shebang.interpreter}"]
     if isinstance(script, SbatchScript):
         lines += [render_directive(d) for d in script.directives]
-        for comment in script.header:
-            lines += _statement_lines(comment)
+        lines += [line for comment in script.header for line in _statement_lines(comment)]
     lines += [line for node in script.body for line in _statement_lines(node)]
     return "\n".join(lines) + "\n"
 
