@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.build_env import make_build_env
 from tests.slurm_cluster.cluster import SlurmCluster, parse_scontrol
 from tests.test_slurm_jobs import cluster_slurm_env
+from tests.test_slurm_perf import perf_request
 
 pytestmark = pytest.mark.slurm
 
@@ -388,29 +388,7 @@ def test_perf_sanity_launch_script_is_submitted(
 ) -> None:
     """submit.py's launch script goes to sbatch; its log is Slurm's slurm-<id>.out in
     work_dir, and the verdict comes from the job's exit code."""
-    from tests.test_slurm_perf import AGGR, PERF_FILE, REAL_FILES, SERVER
-
-    env = make_build_env(tmp_path)
-    (env.repo / "jenkins" / "current_image_tags.properties").write_text(
-        (REAL_FILES / "current_image_tags.properties").read_text()
-    )
-    configs = env.repo / "tests" / "scripts" / "perf-sanity" / "aggregated"
-    configs.mkdir(parents=True)
-    config = yaml.safe_load(AGGR.read_text())
-    config["hardware"]["gpus_per_node"] = 2  # one task per GPU; the node has 2 CPUs
-    (configs / AGGR.name).write_text(yaml.safe_dump(config))
-    (env.repo / PERF_FILE).write_text("def test_e2e():\n    pass\n")
-    env.slurm_env(**cluster_slurm_env(slurm_cluster))
-    home = tmp_path / "home"
-    home.mkdir()
-    request = env.request(
-        "pytest",
-        test_cmd=f'pytest {PERF_FILE} -v "test_e2e[aggr-{AGGR.stem}-{SERVER}]"',
-        model_name="gpt_oss",
-        partition=slurm_cluster.partitions["gpu"],
-        models_path=str(home),
-        time_limit="00:10:00",
-    )
+    env, request, home = perf_request(slurm_cluster, tmp_path)
     env.build(request, environ={"HOME": str(home)}, machine=platform.machine).write()
     job = Job("perf", "pytest", env.work_dir, slurm_cluster.job_env(env_extra={"HOME": str(home)}))
     submit(job)

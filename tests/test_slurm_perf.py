@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 import platform
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
-from tests.build_env import REAL_FILES, make_build_env
+from tests.build_env import REAL_FILES, BuildEnv, make_build_env
 from tests.slurm_cluster.cluster import SlurmCluster
 from tests.test_slurm_jobs import cluster_slurm_env
 
@@ -23,7 +24,11 @@ SERVER = "gpt_oss_fp4_tp2_mtp0_1k1k"
 PERF_FILE = "tests/integration/defs/perf/test_perf_sanity.py"
 
 
-def test_perf_sanity_launch_script_runs(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+def perf_request(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> tuple[BuildEnv, dict[str, Any], Path]:
+    """A perf-sanity request on the real config, sized for the test node: its build
+    env, the request and the HOME its build and job use."""
     env = make_build_env(tmp_path)
     (env.repo / "jenkins" / "current_image_tags.properties").write_text(
         (REAL_FILES / "current_image_tags.properties").read_text()
@@ -51,6 +56,11 @@ def test_perf_sanity_launch_script_runs(slurm_cluster: SlurmCluster, tmp_path: P
         models_path=str(models),
         time_limit="00:10:00",
     )
+    return env, request, home
+
+
+def test_perf_sanity_launch_script_runs(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    env, request, home = perf_request(slurm_cluster, tmp_path)
     built = env.build(request, environ={"HOME": str(home)}, machine=platform.machine)
     built.write()
     spec = json.loads((env.work_dir / "job_spec.json").read_text())

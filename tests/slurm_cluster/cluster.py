@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scriptbuilder.lifecycle.slurm import TERMINAL, parse_scontrol
+
 HERE = Path(__file__).resolve().parent
 PLUGIN_SOURCE = HERE / "pyxis_standin.c"
 
@@ -50,22 +52,7 @@ PACKAGES: tuple[str, ...] = (
     "libc6-dev",  # only a Recommends of gcc, and installs run with --no-install-recommends
 )
 GPUS_PER_NODE = 8
-TERMINAL_STATES = frozenset(
-    {
-        "BOOT_FAIL",
-        "CANCELLED",
-        "COMPLETED",
-        "DEADLINE",
-        "FAILED",
-        "NODE_FAIL",
-        "OUT_OF_MEMORY",
-        "PREEMPTED",
-        "TIMEOUT",
-    }
-)
-# scontrol fields whose value runs to the end of its line (may contain spaces).
-_WHOLE_LINE_FIELDS = ("Command", "WorkDir", "StdErr", "StdIn", "StdOut", "Comment", "Reason")
-_FIELD_RE = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=")
+TERMINAL_STATES = TERMINAL
 
 
 class SlurmUnavailable(RuntimeError):
@@ -196,6 +183,17 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def terminate(proc: subprocess.Popen[Any]) -> None:
+    """SIGTERM ``proc`` if it still runs; SIGKILL when it has not ended in 15 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
 def _die_with_parent() -> None:
     """preexec_fn: SIGTERM the child when the thread that started it dies."""
     with contextlib.suppress(OSError, AttributeError):
@@ -212,24 +210,6 @@ def _mem_mib() -> int:
     except (OSError, ValueError, IndexError):
         pass
     return 1024
-
-
-def parse_scontrol(text: str) -> dict[str, str]:
-    """Fields of ``scontrol show job|node`` output (multi-line form)."""
-    fields: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line:
-            continue
-        key, sep, rest = line.partition("=")
-        if sep and key in _WHOLE_LINE_FIELDS:
-            fields[key] = rest
-            continue
-        matches = list(_FIELD_RE.finditer(line))
-        for i, match in enumerate(matches):
-            end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
-            fields[match.group(1)] = line[match.end() : end].strip()
-    return fields
 
 
 @dataclass
@@ -378,15 +358,8 @@ class SlurmCluster:
                 time.sleep(0.2)
         for name in ("slurmd", "slurmctld", "munged"):
             proc = self._procs.pop(name, None)
-            if proc is None:
-                continue
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=5)
+            if proc is not None:
+                terminate(proc)
         if remove is None:
             remove = os.environ.get("SLURM_HARNESS_KEEP", "") not in ("1", "true", "yes")
         if remove and self._given_base is None and self.base != Path() and self.base.exists():

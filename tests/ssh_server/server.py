@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -25,7 +24,13 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from tests.slurm_cluster.cluster import _apt_get, _die_with_parent, _dpkg_installed, _free_port
+from tests.slurm_cluster.cluster import (
+    _apt_get,
+    _die_with_parent,
+    _dpkg_installed,
+    _free_port,
+    terminate,
+)
 
 PACKAGE = "openssh-server"
 SSHD = Path("/usr/sbin/sshd")  # sshd re-executes itself, so it must be run by absolute path
@@ -185,12 +190,7 @@ LogLevel VERBOSE
     def stop(self, *, remove: bool = True) -> None:
         """Stop the daemon this object started (by pid) and remove the temp dir."""
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
+        if proc is not None:
+            terminate(proc)
         if remove and self.base != Path() and self.base.exists():
             shutil.rmtree(self.base, ignore_errors=True)
