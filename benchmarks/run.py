@@ -310,6 +310,18 @@ def table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
+def measure(cfg: Config) -> list[Row]:
+    """Every benchmark once, in a fresh sandbox (on tmpfs when there is one)."""
+    shm = Path("/dev/shm")
+    where = str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+    root = Path(tempfile.mkdtemp(prefix="scriptbuilder-bench-", dir=where))
+    try:
+        make_sandbox(root)
+        return bench_startup(cfg, root) + bench_sweep(cfg, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="fewer runs, a smaller sweep (CI)")
@@ -324,14 +336,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{platform.python_version()} on {os.cpu_count()} cores, {dt.date.today()}",
         flush=True,
     )
-    shm = Path("/dev/shm")
-    where = str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
-    root = Path(tempfile.mkdtemp(prefix="scriptbuilder-bench-", dir=where))
-    try:
-        make_sandbox(root)
-        rows = bench_startup(cfg, root) + bench_sweep(cfg, root)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    rows = measure(cfg)
+    if any(r.ok is False for r in rows):
+        # A guard is judged on a second measurement too: one busy moment of a shared
+        # machine is not a slower build.
+        print(table(rows))
+        print("a guard was missed; measuring once more", flush=True)
+        rows = measure(cfg)
     print(table(rows))
     if args.json:
         results = [
