@@ -7,7 +7,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scriptbuilder.inputs.earlier_job_spec import JOB_SPEC
 from scriptbuilder.models import JobSpec
 from scriptbuilder.outputs.atomic import Publication, publishing, write_atomic
 from scriptbuilder.outputs.job_spec import job_spec_json, with_hashes
@@ -65,32 +64,22 @@ class BuiltJob:
 
     @property
     def explanation(self) -> tuple[str, ...]:
-        """One line per resolved value: ``field  value  <- rule`` (secrets masked)."""
+        """``field  value  <- rule`` per resolved value (secrets masked)."""
         return tuple(mask(line, self.secrets) for line in self.trace.lines())
 
     @property
     def shown_script(self) -> str:
-        """The script text for printing, secret values shown as ``***``."""
         return mask(self.script_text, self.secrets)
 
     @property
     def job_spec(self) -> JobSpec:
-        """The job spec as the pydantic model."""
         return JobSpec.model_validate(self.job_spec_data)
 
     def write(self) -> list[Path]:
-        """Create ``work_dir`` (its parent must exist) and write every file into
-        it; returns their paths.
-
-        Builds into one ``work_dir`` follow one another. Each file is written to
-        a temporary file beside it; when all are written they are renamed into
-        place, ``job_spec.json`` last, which records the sha256 of the files it
-        names (see :mod:`scriptbuilder.outputs.atomic`). On the perf-sanity path
-        submit.py first writes the launch script to its temporary name (its
-        full output is kept in ``work_dir``, and a derived config it reads is
-        written before it runs). A failure leaves the earlier files in place; an
-        OS error raises :class:`WriteError`."""
-        files = sorted(self.files, key=lambda out: os.path.basename(out.path) == JOB_SPEC)
+        """Create ``work_dir`` (its parent must exist) and write every file into it,
+        job_spec.json last (see :mod:`scriptbuilder.outputs.atomic`); on the
+        perf-sanity path submit.py first writes the launch script. Returns the paths."""
+        files = list(self.files)  # job_spec.json last
         written = [Path(out.path) for out in files]
         with publishing(os.path.normpath(self.request.work_dir)) as publication:
             if self.submit is not None:
@@ -105,8 +94,8 @@ class BuiltJob:
         return written
 
     def _run_submit(self, submit: SubmitRun, publication: Publication) -> str:
-        """Run submit.py, which writes the launch script to its temporary name;
-        returns the text of job_spec.json with the script's sha256."""
+        """Run submit.py, writing the launch script to its temporary name; returns
+        job_spec.json's text with the script's sha256."""
         script = str(self.job_spec_data["script_path"])
         tmp = publication.reserve(script)
         publication.name = submit.output_log.name
