@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scriptbuilder.models import JobSpec
-from scriptbuilder.outputs.atomic import Publication, publishing, write_atomic
+from scriptbuilder.outputs.atomic import publishing, write_atomic
 from scriptbuilder.outputs.job_spec import job_spec_json, with_hashes
 from scriptbuilder.outputs.submit import run_submit
 from scriptbuilder.resolution.secrets import mask
@@ -79,30 +79,26 @@ class BuiltJob:
         """Create ``work_dir`` (its parent must exist) and write every file into it,
         job_spec.json last (see :mod:`scriptbuilder.outputs.atomic`); on the
         perf-sanity path submit.py first writes the launch script. Returns the paths."""
-        files = list(self.files)  # job_spec.json last
-        written = [Path(out.path) for out in files]
+        files, written = list(self.files), [Path(out.path) for out in self.files]
         with publishing(os.path.normpath(self.request.work_dir)) as publication:
-            if self.submit is not None:
-                for out in self.submit.inputs:  # read by submit.py
+            if (submit := self.submit) is not None:
+                for out in submit.inputs:  # read by submit.py
                     publication.name = os.path.basename(out.path)
                     write_atomic(out.path, out.text, out.mode)
-                files[-1] = replace(files[-1], text=self._run_submit(self.submit, publication))
-                script = self.job_spec_data["script_path"]
-                written[:0] = [*(Path(out.path) for out in self.submit.inputs), Path(script)]
+                script = str(self.job_spec_data["script_path"])
+                tmp = publication.reserve(script)  # where submit.py writes the script
+                publication.name = submit.output_log.name
+                argv = [tmp if a == script else a for a in submit.argv]
+                run_submit(
+                    argv, cwd=submit.cwd, timeout=submit.timeout, output_log=submit.output_log
+                )
+                publication.name = os.path.basename(script)
+                with open(tmp, "rb") as file:
+                    data = file.read()
+                    os.fsync(file.fileno())
+                spec = with_hashes(self.job_spec_data, script, {script: data})
+                files[-1] = replace(files[-1], text=job_spec_json(spec))  # job_spec.json
+                written[:0] = [*(Path(out.path) for out in submit.inputs), Path(script)]
             for out in files:
                 publication.stage(out.path, out.text, out.mode)
         return written
-
-    def _run_submit(self, submit: SubmitRun, publication: Publication) -> str:
-        """Run submit.py, writing the launch script to its temporary name; returns
-        job_spec.json's text with the script's sha256."""
-        script = str(self.job_spec_data["script_path"])
-        tmp = publication.reserve(script)
-        publication.name = submit.output_log.name
-        argv = [tmp if a == script else a for a in submit.argv]
-        run_submit(argv, cwd=submit.cwd, timeout=submit.timeout, output_log=submit.output_log)
-        publication.name = os.path.basename(script)
-        with open(tmp, "rb") as file:
-            data = file.read()
-            os.fsync(file.fileno())
-        return job_spec_json(with_hashes(self.job_spec_data, script, {script: data}))

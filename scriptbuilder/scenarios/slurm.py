@@ -77,30 +77,24 @@ def _option(name: str, value: str) -> SrunOption:
     return SrunOption(name, Word.literal(value))
 
 
-def _container_options(container: Container) -> tuple[SrunOption, ...]:
-    return (
+def _srun(step: Step, container: Container) -> Srun:
+    shape = step.shape
+    options = (
+        SrunOption("-l"),
+        _option("--nodes", str(shape.nodes)),
+        _option("--ntasks", str(shape.ntasks)),
+        _option("--ntasks-per-node", str(shape.ntasks_per_node)),
+        *([_option("--mpi", shape.mpi)] if shape.mpi else []),
         _option("--container-image", container.image),
         _option("--container-name", container.name),
         _option("--container-mounts", container.mounts),
         _option("--container-workdir", container.workdir),
         SrunOption("--kill-on-bad-exit", Word.of("1")),
     )
-
-
-def _srun(step: Step, container_options: tuple[SrunOption, ...]) -> Srun:
-    shape = step.shape
-    options = [
-        SrunOption("-l"),
-        _option("--nodes", str(shape.nodes)),
-        _option("--ntasks", str(shape.ntasks)),
-        _option("--ntasks-per-node", str(shape.ntasks_per_node)),
-        *([_option("--mpi", shape.mpi)] if shape.mpi else []),
-    ]
     clear = ClearEnv(MPI_ENV_PREFIXES, MPI_ENV_KEEP)
     script = ScriptText((clear, *step.body) if step.clear_mpi_env else step.body)
     args = [to_word(a) for a in step.args]
-    payload = Command.of("bash", "-c", Word((script,)), "step", *args)
-    return Srun((*options, *container_options), payload, background=True)
+    return Srun(options, Command.of("bash", "-c", Word((script,)), "step", *args), background=True)
 
 
 _BLANK = Blank()
@@ -116,7 +110,7 @@ _STARTED = _echo("Job ", _JOB_ID, " started at ", _DATE, " on ", Subst(Command.o
 _FINISHED = _echo("Job ", _JOB_ID, " finished at ", _DATE, " with exit code ", Var(STATUS))
 
 
-def _step_block(step: Step, container_options: tuple[SrunOption, ...], banner: str) -> If:
+def _step_block(step: Step, container: Container, banner: str) -> If:
     """Runs when every step before succeeded: names the step, prints its banner,
     runs it and keeps its exit code."""
     return If(
@@ -125,7 +119,7 @@ def _step_block(step: Step, container_options: tuple[SrunOption, ...], banner: s
             Comment(step.label),
             Assign(time_limit.STEP, Word.literal(step.label)),
             Run(Command.of("printf", PRINT_LINE, banner)),
-            _srun(step, container_options),
+            _srun(step, container),
             Assign(time_limit.STEP_PID, Word.of(Var("!"))),
             Run(Command.of("wait", Word.of(Var(time_limit.STEP_PID)))),
             Assign(STATUS, Word.of(Var("?"))),
@@ -159,9 +153,9 @@ class SlurmScenario(Scenario):
         if warning is not None:
             body += [_BLANK, *time_limit.setup(limit, warning, _FINISHED)]
         body += [_BLANK, _STARTED, Assign(STATUS, Word.of("0"))]
-        options = _container_options(self.container)
         for step in plan.steps:
-            body += [_BLANK, _step_block(step, options, step_banner(step, self.secrets))]
+            banner = step_banner(step, self.secrets)
+            body += [_BLANK, _step_block(step, self.container, banner)]
         body.append(_BLANK)
         if warning is not None:
             body += time_limit.TEARDOWN
