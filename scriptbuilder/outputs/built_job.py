@@ -65,7 +65,9 @@ class BuiltJob:
     @property
     def explanation(self) -> tuple[str, ...]:
         """``field  value  <- rule`` per resolved value (secrets masked)."""
-        return tuple(mask(line, self.secrets) for line in self.trace.lines())
+        width = max((len(c.field) for c in self.trace.choices), default=0)
+        lines = (f"{c.field:<{width}}  {c.value!s}  <- {c.rule}" for c in self.trace.choices)
+        return tuple(mask(line, self.secrets) for line in lines)
 
     @property
     def shown_script(self) -> str:

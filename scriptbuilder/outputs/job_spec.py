@@ -44,14 +44,12 @@ def _pass_through(ctx: Context) -> dict[str, Any]:
     connection fields."""
     req, earlier = ctx.request, ctx.earlier_job_spec or {}
     env = (ctx.slurm_env_raw or {}) if ctx.is_remote else {}
-    out: dict[str, Any] = {}
-    for name in PASS_THROUGH:
-        value = getattr(req, name)
-        if value is None:
-            value = earlier.get(name)
-        if value is None and name in _FROM_SLURM_ENV:
-            value = env.get(name)
-        out[name] = value
+    out = {
+        name: earlier.get(name) if (v := getattr(req, name)) is None else v for name in PASS_THROUGH
+    }
+    for name in _FROM_SLURM_ENV:
+        if out[name] is None:
+            out[name] = env.get(name)
     if req.repo_root:
         out["repo_root"] = posixpath.normpath(req.repo_root)
     return out

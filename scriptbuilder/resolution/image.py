@@ -52,35 +52,27 @@ def resolve_image(ctx: Context) -> str:
     (Slurm, submit.py), Docker's ``REGISTRY/IMAGE`` for ``docker run``."""
     chosen = _chosen_image(ctx)
     ref = parse_image(chosen)
+    source = "container_image" if ctx.request.container_image else "the properties file image"
     # a space is the one printable character that is white space
     if not ref.name or " " in chosen or not chosen.isprintable():
         raise BuildError(
-            f"{_source(ctx)} {chosen!r} is not an image reference; write it as "
+            f"{source} {chosen!r} is not an image reference; write it as "
             "[REGISTRY/]IMAGE[:TAG] (or REGISTRY#IMAGE[:TAG]), without spaces or control "
             "characters"
         )
     if ctx.is_slurm:
-        problem = enroot_problem(ref)
-        if problem:
-            raise BuildError(
-                f"{_source(ctx)} {chosen!r} cannot be pulled by pyxis: {problem}; "
-                "fix the image name"
-            )
         form, rule = ref.enroot, "enroot form for pyxis --container-image (REGISTRY#IMAGE)"
+        problem = enroot_problem(ref)
+        fault = f"cannot be pulled by pyxis: {problem}; fix the image name" if problem else ""
     else:
-        if ref.file:
-            raise BuildError(
-                f"{_source(ctx)} {chosen!r} is a squashfs file, which docker run cannot use; "
-                "pass a registry image"
-            )
         form, rule = ref.docker, "Docker form for docker run (REGISTRY/IMAGE)"
+        fault = "is a squashfs file, which docker run cannot use; pass a registry image"
+        fault = fault if ref.file else ""
+    if fault:
+        raise BuildError(f"{source} {chosen!r} {fault}")
     if form != chosen:
         ctx.trace.chose("docker_image", form, rule)
     return form
-
-
-def _source(ctx: Context) -> str:
-    return "container_image" if ctx.request.container_image else "the properties file image"
 
 
 def _chosen_image(ctx: Context) -> str:

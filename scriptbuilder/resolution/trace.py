@@ -40,7 +40,3 @@ class TraceRecord:
 
     choices: tuple[Choice, ...]
     warnings: tuple[str, ...]
-
-    def lines(self) -> list[str]:
-        width = max((len(c.field) for c in self.choices), default=0)
-        return [f"{c.field:<{width}}  {c.value!s}  <- {c.rule}" for c in self.choices]
