@@ -18,25 +18,19 @@ from scriptbuilder.resolution.context import Context
 OWNED = frozenset(JobSpec.model_fields) - frozenset(PASS_THROUGH)
 #: Connection fields an executor reads that slurm_env.json may know.
 _FROM_SLURM_ENV = ("ssh_host", "slurm_user", "remote_cwd")
-#: Every field in the model's order, with its value when a build gives none
-#: (None: left out).
-_DEFAULTS = {
-    name: None if info.is_required() else info.get_default(call_default_factory=True)
-    for name, info in JobSpec.model_fields.items()
-}
-_ORDER = {name: i for i, name in enumerate(_DEFAULTS)}
+_ORDER = {name: i for i, name in enumerate(JobSpec.model_fields)}
 
 
 def job_spec_document(**fields: Any) -> dict[str, Any]:
-    """The job spec with the model's field order and defaults, None values left out."""
-    if unknown := fields.keys() - _DEFAULTS.keys():
+    """The job spec with the model's field order and defaults (each document its
+    own copy of them); fields whose value is None are left out."""
+    if unknown := fields.keys() - JobSpec.model_fields.keys():
         raise TypeError(f"not job_spec fields: {sorted(unknown)}")
-    # a default list is shared by every document: each gets its own copy
-    return {
-        name: value.copy() if value is default and isinstance(value, list) else value
-        for name, default in _DEFAULTS.items()
-        if (value := fields.get(name, default)) is not None
+    defaults = {
+        name: None if info.is_required() else info.get_default(call_default_factory=True)
+        for name, info in JobSpec.model_fields.items()
     }
+    return {name: v for name, d in defaults.items() if (v := fields.get(name, d)) is not None}
 
 
 def _pass_through(ctx: Context) -> dict[str, Any]:
