@@ -124,7 +124,6 @@ def _models_entries(ctx: Context, root: str) -> tuple[tuple[str, ...], str | Non
 
 
 def covered(path: str, sources: list[str]) -> bool:
-    """True when ``path`` lies inside one of the mounted host folders."""
     return any(path == s or path.startswith(s.rstrip("/") + "/") for s in sources)
 
 
