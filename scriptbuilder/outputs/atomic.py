@@ -134,9 +134,7 @@ def write_error(exc: OSError, what: str, label: str, folder: str, fix: str = "")
     fix = fix or _FIXES.get(exc.errno or 0, "check {}").format(folder)
     reason = exc.strerror or str(exc)
     error = WriteError(f"cannot {what} {label} {folder}: {reason}; {fix} or choose another {label}")
-    error.errno = exc.errno
-    if exc.errno in _UNUSABLE:
-        error.exit_code = 2
+    error.errno, error.exit_code = exc.errno, 2 if exc.errno in _UNUSABLE else 1
     return error
 
 

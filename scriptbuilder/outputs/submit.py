@@ -21,8 +21,7 @@ def _text(data: str | bytes | None) -> str:
 
 
 def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else ""
+    return next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
 
 
 def _keep_log(path: Path, argv: Sequence[str], cwd: Path, out: str, err: str, status: str) -> None:
