@@ -7,9 +7,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scriptbuilder.inputs.earlier_job_spec import JOB_SPEC
 from scriptbuilder.models import JobSpec
-from scriptbuilder.outputs.atomic import Publication, publishing, write_atomic
+from scriptbuilder.outputs.atomic import publishing, write_atomic
 from scriptbuilder.outputs.job_spec import job_spec_json, with_hashes
 from scriptbuilder.outputs.submit import run_submit
 from scriptbuilder.resolution.secrets import mask
@@ -65,55 +64,43 @@ class BuiltJob:
 
     @property
     def explanation(self) -> tuple[str, ...]:
-        """One line per resolved value: ``field  value  <- rule`` (secrets masked)."""
-        return tuple(mask(line, self.secrets) for line in self.trace.lines())
+        """``field  value  <- rule`` per resolved value (secrets masked)."""
+        width = max((len(c.field) for c in self.trace.choices), default=0)
+        lines = (f"{c.field:<{width}}  {c.value!s}  <- {c.rule}" for c in self.trace.choices)
+        return tuple(mask(line, self.secrets) for line in lines)
 
     @property
     def shown_script(self) -> str:
-        """The script text for printing, secret values shown as ``***``."""
         return mask(self.script_text, self.secrets)
 
     @property
     def job_spec(self) -> JobSpec:
-        """The job spec as the pydantic model."""
         return JobSpec.model_validate(self.job_spec_data)
 
     def write(self) -> list[Path]:
-        """Create ``work_dir`` (its parent must exist) and write every file into
-        it; returns their paths.
-
-        Builds into one ``work_dir`` follow one another. Each file is written to
-        a temporary file beside it; when all are written they are renamed into
-        place, ``job_spec.json`` last, which records the sha256 of the files it
-        names (see :mod:`scriptbuilder.outputs.atomic`). On the perf-sanity path
-        submit.py first writes the launch script to its temporary name (its
-        full output is kept in ``work_dir``, and a derived config it reads is
-        written before it runs). A failure leaves the earlier files in place; an
-        OS error raises :class:`WriteError`."""
-        files = sorted(self.files, key=lambda out: os.path.basename(out.path) == JOB_SPEC)
-        written = [Path(out.path) for out in files]
+        """Create ``work_dir`` (its parent must exist) and write every file into it,
+        job_spec.json last (see :mod:`scriptbuilder.outputs.atomic`); on the
+        perf-sanity path submit.py first writes the launch script. Returns the paths."""
+        files, written = list(self.files), [Path(out.path) for out in self.files]
         with publishing(os.path.normpath(self.request.work_dir)) as publication:
-            if self.submit is not None:
-                for out in self.submit.inputs:  # read by submit.py
+            if (submit := self.submit) is not None:
+                for out in submit.inputs:  # read by submit.py
                     publication.name = os.path.basename(out.path)
                     write_atomic(out.path, out.text, out.mode)
-                files[-1] = replace(files[-1], text=self._run_submit(self.submit, publication))
-                script = self.job_spec_data["script_path"]
-                written[:0] = [*(Path(out.path) for out in self.submit.inputs), Path(script)]
+                script = str(self.job_spec_data["script_path"])
+                tmp = publication.reserve(script)  # where submit.py writes the script
+                publication.name = submit.output_log.name
+                argv = [tmp if a == script else a for a in submit.argv]
+                run_submit(
+                    argv, cwd=submit.cwd, timeout=submit.timeout, output_log=submit.output_log
+                )
+                publication.name = os.path.basename(script)
+                with open(tmp, "rb") as file:
+                    data = file.read()
+                    os.fsync(file.fileno())
+                spec = with_hashes(self.job_spec_data, script, {script: data})
+                files[-1] = replace(files[-1], text=job_spec_json(spec))  # job_spec.json
+                written[:0] = [*(Path(out.path) for out in submit.inputs), Path(script)]
             for out in files:
                 publication.stage(out.path, out.text, out.mode)
         return written
-
-    def _run_submit(self, submit: SubmitRun, publication: Publication) -> str:
-        """Run submit.py, which writes the launch script to its temporary name;
-        returns the text of job_spec.json with the script's sha256."""
-        script = str(self.job_spec_data["script_path"])
-        tmp = publication.reserve(script)
-        publication.name = submit.output_log.name
-        argv = [tmp if a == script else a for a in submit.argv]
-        run_submit(argv, cwd=submit.cwd, timeout=submit.timeout, output_log=submit.output_log)
-        publication.name = os.path.basename(script)
-        with open(tmp, "rb") as file:
-            data = file.read()
-            os.fsync(file.fileno())
-        return job_spec_json(with_hashes(self.job_spec_data, script, {script: data}))

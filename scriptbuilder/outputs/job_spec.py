@@ -1,10 +1,4 @@
-"""job_spec.json (procedure Step 5): the document, in the ``JobSpec`` field order.
-
-:func:`job_spec_for` adds what every executor reads (work_dir, scenario,
-container_image, device counts, the orchestrator's pass-through fields), checks
-the caller's own device and node counts against the build's, and keeps every key
-of the earlier job_spec.json that the builder does not own.
-"""
+"""job_spec.json (procedure Step 5): the document, in the ``JobSpec`` field order."""
 
 from __future__ import annotations
 
@@ -20,38 +14,48 @@ from scriptbuilder.models import JobSpec
 from scriptbuilder.models.job_spec import PASS_THROUGH
 from scriptbuilder.resolution.context import Context
 
-#: Fields the builder owns: written by every build, or left out when they do not
-#: apply (so a stale value from an earlier file never survives).
+#: Fields the builder owns: a stale value from an earlier file never survives.
 OWNED = frozenset(JobSpec.model_fields) - frozenset(PASS_THROUGH)
 #: Connection fields an executor reads that slurm_env.json may know.
 _FROM_SLURM_ENV = ("ssh_host", "slurm_user", "remote_cwd")
-
-
-#: Every field in the model's order, with the value it takes when a build gives
-#: none (None: the field is left out).
-_DEFAULTS: tuple[tuple[str, Any], ...] = tuple(
-    (name, None if info.is_required() else info.get_default(call_default_factory=True))
-    for name, info in JobSpec.model_fields.items()
-)
-_NAMES = frozenset(name for name, _ in _DEFAULTS)
+_ORDER = {name: i for i, name in enumerate(JobSpec.model_fields)}
 
 
 def job_spec_document(**fields: Any) -> dict[str, Any]:
-    """The job spec with the model's field order and defaults; fields whose value
-    is None are left out (scenario-specific ones appear only for their scenario)."""
-    if not _NAMES.issuperset(fields):
-        raise TypeError(f"not job_spec fields: {sorted(fields.keys() - _NAMES)}")
-    # a default list is shared by every document: each gets its own copy
-    return {
-        name: value.copy() if value is default and isinstance(value, list) else value
-        for name, default in _DEFAULTS
-        if (value := fields.get(name, default)) is not None
+    """The job spec with the model's field order and defaults (each document its
+    own copy of them); fields whose value is None are left out."""
+    if unknown := fields.keys() - JobSpec.model_fields.keys():
+        raise TypeError(f"not job_spec fields: {sorted(unknown)}")
+    defaults = {
+        name: None if info.is_required() else info.get_default(call_default_factory=True)
+        for name, info in JobSpec.model_fields.items()
     }
+    return {name: v for name, d in defaults.items() if (v := fields.get(name, d)) is not None}
 
 
-def _check_callers_word(ctx: Context, devices: int, nodes: int, per_node: int) -> None:
-    """The orchestrator's own counts, when given, must be what the build derived."""
+def _pass_through(ctx: Context) -> dict[str, Any]:
+    """Request values, else the earlier job_spec.json's, else (remote) slurm_env's
+    connection fields."""
+    req, earlier = ctx.request, ctx.earlier_job_spec or {}
+    env = (ctx.slurm_env_raw or {}) if ctx.is_remote else {}
+    out = {
+        name: earlier.get(name) if (v := getattr(req, name)) is None else v for name in PASS_THROUGH
+    }
+    for name in _FROM_SLURM_ENV:
+        if out[name] is None:
+            out[name] = env.get(name)
+    if req.repo_root:
+        out["repo_root"] = posixpath.normpath(req.repo_root)
+    return out
+
+
+def job_spec_for(ctx: Context, *, job_name: str, **fields: Any) -> dict[str, Any]:
+    """The whole job_spec.json of a build: the scenario's ``fields``, the fields
+    every executor reads, then the earlier file's keys that the builder does not own.
+    The orchestrator's own device and node counts must match the build's."""
     req = ctx.request
+    devices, nodes = fields["required_devices"], fields["node_count"]
+    per_node = math.ceil(devices / max(nodes, 1))
     for name, given, derived in (
         ("total_required_devices", req.total_required_devices, devices),
         ("required_devices_per_node", req.required_devices_per_node, per_node),
@@ -63,33 +67,6 @@ def _check_callers_word(ctx: Context, devices: int, nodes: int, per_node: int) -
                 f"({devices} GPUs on {nodes} node(s); see --explain); pass {name} {derived} "
                 "or leave it out"
             )
-
-
-def _pass_through(ctx: Context) -> dict[str, Any]:
-    """Request values, else the earlier job_spec.json's, else (remote) slurm_env's
-    connection fields."""
-    req, earlier = ctx.request, ctx.earlier_job_spec or {}
-    env = (ctx.slurm_env_raw or {}) if ctx.is_remote else {}
-    out: dict[str, Any] = {}
-    for name in PASS_THROUGH:
-        value = getattr(req, name)
-        if value is None:
-            value = earlier.get(name)
-        if value is None and name in _FROM_SLURM_ENV:
-            value = env.get(name)
-        out[name] = value
-    if req.repo_root:
-        out["repo_root"] = posixpath.normpath(req.repo_root)
-    return out
-
-
-def job_spec_for(ctx: Context, *, job_name: str, **fields: Any) -> dict[str, Any]:
-    """The whole job_spec.json of a build: ``fields`` (the scenario's), the fields
-    every executor reads, then the earlier file's keys that the builder does not own."""
-    req = ctx.request
-    devices, nodes = fields["required_devices"], fields["node_count"]
-    per_node = math.ceil(devices / max(nodes, 1))
-    _check_callers_word(ctx, devices, nodes, per_node)
     if req.job_name and req.job_name != job_name:
         ctx.trace.warn(
             f"job_name {req.job_name!r} from the request is not used: the script names the "
@@ -117,28 +94,19 @@ def job_spec_for(ctx: Context, *, job_name: str, **fields: Any) -> dict[str, Any
 
 
 def job_spec_json(doc: dict[str, Any]) -> str:
-    """The text of job_spec.json."""
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-_ORDER = {name: i for i, name in enumerate(JobSpec.model_fields)}
+def _sha256(data: str | bytes) -> str:
+    return hashlib.sha256(data.encode("utf-8") if isinstance(data, str) else data).hexdigest()
 
 
 def with_hashes(
     doc: dict[str, Any], script_path: str, data: Mapping[str, str | bytes]
 ) -> dict[str, Any]:
-    """``doc`` with the sha256 of the files it names, taken from ``data`` (path to
-    the text or bytes written there): ``script_sha256`` when ``script_path`` is in
-    ``data``, and ``extra_files_sha256``; in the model's field order."""
-
-    def sha256(text: str | bytes) -> str:
-        return hashlib.sha256(text.encode("utf-8") if isinstance(text, str) else text).hexdigest()
-
-    hashes: dict[str, Any] = {
-        "extra_files_sha256": {path: sha256(data[path]) for path in doc["extra_files"]}
-    }
-    script = data.get(script_path)
-    if script is not None:
-        hashes["script_sha256"] = sha256(script)
-    merged = {**doc, **hashes}
+    """``doc`` with ``extra_files_sha256`` and, when ``script_path`` is in ``data``
+    (path to what was written there), ``script_sha256``; in the model's order."""
+    merged = {**doc, "extra_files_sha256": {p: _sha256(data[p]) for p in doc["extra_files"]}}
+    if script_path in data:
+        merged["script_sha256"] = _sha256(data[script_path])
     return dict(sorted(merged.items(), key=lambda item: _ORDER.get(item[0], len(_ORDER))))

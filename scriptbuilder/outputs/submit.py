@@ -15,37 +15,25 @@ from scriptbuilder.outputs.atomic import write_atomic
 
 
 def _text(data: str | bytes | None) -> str:
-    if data is None:
-        return ""
-    return data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-
-
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
+    if isinstance(data, bytes):
+        return data.decode("utf-8", "replace")
+    return data or ""
 
 
 def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else ""
+    return next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
 
 
-def _log_text(argv: Sequence[str], cwd: Path, stdout: str, stderr: str, status: str) -> str:
-    return (
-        f"$ cd {shlex.quote(str(cwd))} && {shlex.join(argv)}\n"
-        f"--- stdout ---\n{stdout}"
-        f"{'' if not stdout or stdout.endswith(chr(10)) else chr(10)}"
-        f"--- stderr ---\n{stderr}"
-        f"{'' if not stderr or stderr.endswith(chr(10)) else chr(10)}"
-        f"--- {status} ---\n"
-    )
+def _keep_log(path: Path, argv: Sequence[str], cwd: Path, out: str, err: str, status: str) -> None:
+    def ended(text: str) -> str:
+        return text if not text or text.endswith("\n") else text + "\n"
 
-
-def _keep_log(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, text)
+    write_atomic(
+        path,
+        f"$ cd {shlex.quote(str(cwd))} && {shlex.join(argv)}\n--- stdout ---\n{ended(out)}"
+        f"--- stderr ---\n{ended(err)}--- {status} ---\n",
+    )
 
 
 def run_submit(
@@ -56,21 +44,15 @@ def run_submit(
     output_log: Path,
     env: Mapping[str, str] | None = None,
 ) -> str:
-    """Run submit.py (no shell) and return its stdout.
-
-    Its full stdout and stderr are written to ``output_log`` whatever happens.
-    A timeout or a non-zero exit is a :class:`BuildError` naming the last error
-    line and the log. The process runs in its own session, so on timeout the
-    whole group it started is killed.
-    """
-    argv = [str(a) for a in argv]
-    work = Path(cwd)
-    output_log = Path(output_log)
+    """Run submit.py (no shell, in its own session) and return its stdout; its full
+    output goes to ``output_log`` whatever happens. A timeout (which kills the
+    whole process group) or a non-zero exit is a :class:`BuildError`."""
+    argv, work, log = [str(a) for a in argv], Path(cwd), Path(output_log)
     try:
         proc = subprocess.Popen(
             argv,
             cwd=work,
-            env=dict(env) if env is not None else None,
+            env=None if env is None else dict(env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -80,7 +62,7 @@ def run_submit(
             start_new_session=True,
         )
     except OSError as exc:
-        _keep_log(output_log, _log_text(argv, work, "", f"{exc}\n", "could not start"))
+        _keep_log(log, argv, work, "", f"{exc}\n", "could not start")
         raise BuildError(
             f"cannot run submit.py ({argv[0]}: {exc.strerror or exc}); check the Python"
             f" interpreter and {argv[1] if len(argv) > 1 else 'submit.py'}"
@@ -88,23 +70,22 @@ def run_submit(
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired as exc:
-        _kill_group(proc)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            proc.kill()
         try:
             stdout, stderr = proc.communicate(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
             stdout, stderr = _text(exc.stdout), _text(exc.stderr)
-        status = f"killed after {timeout:g} s"
-        _keep_log(output_log, _log_text(argv, work, stdout or "", stderr or "", status))
+        _keep_log(log, argv, work, stdout or "", stderr or "", f"killed after {timeout:g} s")
         raise BuildError(
-            f"submit.py did not finish within {timeout:g} s and was killed;"
-            f" full output in {output_log}"
+            f"submit.py did not finish within {timeout:g} s and was killed; full output in {log}"
         ) from None
     stdout, stderr = stdout or "", stderr or ""
-    _keep_log(output_log, _log_text(argv, work, stdout, stderr, f"exit code {proc.returncode}"))
+    _keep_log(log, argv, work, stdout, stderr, f"exit code {proc.returncode}")
     if proc.returncode != 0:
         line = _last_line(stderr) or _last_line(stdout) or "no error output"
-        raise BuildError(
-            f"submit.py failed (exit {proc.returncode}): {line}; full output in {output_log}"
-        )
+        raise BuildError(f"submit.py failed (exit {proc.returncode}): {line}; full output in {log}")
     return stdout

@@ -20,37 +20,31 @@ GRACE_PREFIXES = ("GB", "GH")
 
 def resolve_arch(ctx: Context) -> str:
     """``uname -m`` for local_docker; the partition's arch for Slurm, with the fallbacks."""
-    trace, req = ctx.trace, ctx.request
-    if not ctx.is_slurm:
-        return trace.chose("arch", normalize_arch(ctx.machine()), "uname -m (local_docker)")
-    env = ctx.slurm_env
+    req, env = ctx.request, ctx.slurm_env
     part = find_partition(env, req.partition or "") if env else None
-    if env is not None and not client_tools_missing(env) and part and part.arch:
-        return trace.chose("arch", normalize_arch(part.arch), f"slurm_env partition {part.name}")
     device = (req.device_type or "").strip()
-    if device.upper().startswith(GRACE_PREFIXES):
+    if not ctx.is_slurm:
+        arch, rule = ctx.machine(), "uname -m (local_docker)"
+    elif env is not None and not client_tools_missing(env) and part and part.arch:
+        arch, rule = part.arch, f"slurm_env partition {part.name}"
+    elif device.upper().startswith(GRACE_PREFIXES):
         # Grace Blackwell / Grace Hopper nodes are Arm, as case-executor decides
-        return trace.chose("arch", "aarch64", f"device_type {device} (GB*/GH*: Grace, aarch64)")
-    if ctx.env_info is not None:
-        arch = ctx.env_info.arch(req.partition)
-        if arch:
-            return trace.chose("arch", normalize_arch(arch), "internal-env-info")
-    if req.execution_scenario == "local_slurm":
-        return trace.chose(
-            "arch", normalize_arch(ctx.machine()), "uname -m (partition arch unknown)"
+        arch, rule = "aarch64", f"device_type {device} (GB*/GH*: Grace, aarch64)"
+    elif ctx.env_info is not None and (found := ctx.env_info.arch(req.partition)):
+        arch, rule = found, "internal-env-info"
+    elif req.execution_scenario == "local_slurm":
+        arch, rule = ctx.machine(), "uname -m (partition arch unknown)"
+    elif device:
+        arch = "x86_64"
+        rule = f"default for remote_slurm (partition arch unknown; device_type {device})"
+    else:
+        ctx.trace.warn(
+            f"architecture of partition {req.partition} is unknown (slurm_env arch is null, "
+            "no device_type, no internal-env-info): using the x86_64 image; pass device_type "
+            "or container_image if the nodes are Arm"
         )
-    if device:
-        return trace.chose(
-            "arch",
-            "x86_64",
-            f"default for remote_slurm (partition arch unknown; device_type {device})",
-        )
-    trace.warn(
-        f"architecture of partition {req.partition} is unknown (slurm_env arch is null, no "
-        "device_type, no internal-env-info): using the x86_64 image; pass device_type or "
-        "container_image if the nodes are Arm"
-    )
-    return trace.chose("arch", "x86_64", "default for remote_slurm (partition arch unknown)")
+        arch, rule = "x86_64", "default for remote_slurm (partition arch unknown)"
+    return ctx.trace.chose("arch", normalize_arch(arch), rule)
 
 
 def resolve_image(ctx: Context) -> str:
@@ -58,35 +52,27 @@ def resolve_image(ctx: Context) -> str:
     (Slurm, submit.py), Docker's ``REGISTRY/IMAGE`` for ``docker run``."""
     chosen = _chosen_image(ctx)
     ref = parse_image(chosen)
+    source = "container_image" if ctx.request.container_image else "the properties file image"
     # a space is the one printable character that is white space
     if not ref.name or " " in chosen or not chosen.isprintable():
         raise BuildError(
-            f"{_source(ctx)} {chosen!r} is not an image reference; write it as "
+            f"{source} {chosen!r} is not an image reference; write it as "
             "[REGISTRY/]IMAGE[:TAG] (or REGISTRY#IMAGE[:TAG]), without spaces or control "
             "characters"
         )
     if ctx.is_slurm:
-        problem = enroot_problem(ref)
-        if problem:
-            raise BuildError(
-                f"{_source(ctx)} {chosen!r} cannot be pulled by pyxis: {problem}; "
-                "fix the image name"
-            )
         form, rule = ref.enroot, "enroot form for pyxis --container-image (REGISTRY#IMAGE)"
+        problem = enroot_problem(ref)
+        fault = f"cannot be pulled by pyxis: {problem}; fix the image name" if problem else ""
     else:
-        if ref.file:
-            raise BuildError(
-                f"{_source(ctx)} {chosen!r} is a squashfs file, which docker run cannot use; "
-                "pass a registry image"
-            )
         form, rule = ref.docker, "Docker form for docker run (REGISTRY/IMAGE)"
+        fault = "is a squashfs file, which docker run cannot use; pass a registry image"
+        fault = fault if ref.file else ""
+    if fault:
+        raise BuildError(f"{source} {chosen!r} {fault}")
     if form != chosen:
         ctx.trace.chose("docker_image", form, rule)
     return form
-
-
-def _source(ctx: Context) -> str:
-    return "container_image" if ctx.request.container_image else "the properties file image"
 
 
 def _chosen_image(ctx: Context) -> str:

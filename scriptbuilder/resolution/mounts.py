@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.remote_home import remote_home
@@ -14,22 +14,12 @@ DEFAULT_MODELS_ROOT = "/scratch.trt_llm_data/llm-models"
 
 @dataclass(frozen=True)
 class Mounts:
-    home: str
+    #: ``host:container`` pairs: home, project, models[, custom_script's folder].
+    entries: tuple[str, ...]
     project: str
-    models: tuple[str, ...]
-    extra: tuple[str, ...]
     models_root: str
     #: The host folder mounted at ``models_root``, when known (for model lookups).
     models_host: str | None
-
-    @property
-    def entries(self) -> tuple[str, ...]:
-        return (
-            f"{self.home}:{self.home}",
-            f"{self.project}:{self.project}",
-            *self.models,
-            *self.extra,
-        )
 
     @property
     def joined(self) -> str:
@@ -54,13 +44,12 @@ def _check_mountable(name: str, path: str) -> str:
     return path
 
 
-def resolve_models_root(ctx: Context) -> str:
-    root = ctx.request.llm_models_root
-    if root:
-        return ctx.trace.chose(
-            "llm_models_root", _absolute("llm_models_root", root), "llm_models_root input"
-        )
-    return ctx.trace.chose("llm_models_root", DEFAULT_MODELS_ROOT, "default")
+def _models_root(ctx: Context) -> str:
+    if root := ctx.request.llm_models_root:
+        root, rule = _absolute("llm_models_root", root), "llm_models_root input"
+    else:
+        root, rule = DEFAULT_MODELS_ROOT, "default"
+    return ctx.trace.chose("llm_models_root", root, rule)
 
 
 def _remote_home(ctx: Context) -> str:
@@ -105,38 +94,36 @@ def resolve_project(ctx: Context) -> str:
 
 
 def _models_entries(ctx: Context, root: str) -> tuple[tuple[str, ...], str | None]:
-    req, trace = ctx.request, ctx.trace
+    """The models mount and its host folder (rules 1 to 4 of Step 2)."""
+    req, env = ctx.request, ctx.slurm_env
     if req.checkpoint_path:
-        parent = posixpath.dirname(_absolute("checkpoint_path", req.checkpoint_path).rstrip("/"))
-        trace.chose("models mount", f"{parent}:{root}", "parent of checkpoint_path (rule 1)")
-        return (f"{_check_mountable('checkpoint_path', parent)}:{root}",), parent
-    if req.models_path:
-        host = _absolute("models_path", req.models_path)
-        trace.chose("models mount", f"{host}:{root}", "models_path (rule 2)")
-        return (f"{_check_mountable('models_path', host)}:{root}",), host
-    if ctx.slurm_env and ctx.slurm_env.mounts:
-        mounts = tuple(ctx.slurm_env.mounts)
-        trace.chose("models mount", ",".join(mounts), "slurm_env.mounts verbatim (rule 3)")
-        found = next((m.split(":")[0] for m in mounts if m.split(":")[1:2] == [root]), None)
-        return mounts, found
-    repo = req.env_check.default_models_repo
-    rule = "env_check.default_models_repo (rule 4)"
-    if not repo and ctx.env_info is not None:
-        repo = ctx.env_info.default_models_repo_host()
-        rule = "internal-env-info default_models_repo_host (rule 4)"
-    if not repo:
-        raise BuildError(
-            "models mount: none of checkpoint_path, models_path, slurm_env.mounts or "
-            "env_check.default_models_repo is set; pass models_path (the host folder "
-            "holding the models)"
-        )
-    host = _absolute("default_models_repo", repo)
-    trace.chose("models mount", f"{host}:{root}", rule)
-    return (f"{_check_mountable('default_models_repo', host)}:{root}",), host
+        name, rule = "checkpoint_path", "parent of checkpoint_path (rule 1)"
+        host = posixpath.dirname(_absolute(name, req.checkpoint_path).rstrip("/"))
+    elif req.models_path:
+        name, rule = "models_path", "models_path (rule 2)"
+        host = _absolute(name, req.models_path)
+    elif env and env.mounts:
+        mounts = tuple(env.mounts)
+        ctx.trace.chose("models mount", ",".join(mounts), "slurm_env.mounts verbatim (rule 3)")
+        return mounts, next((m.split(":")[0] for m in mounts if m.split(":")[1:2] == [root]), None)
+    else:
+        name, repo = "default_models_repo", req.env_check.default_models_repo
+        rule = "env_check.default_models_repo (rule 4)"
+        if not repo and ctx.env_info is not None:
+            repo = ctx.env_info.default_models_repo_host()
+            rule = "internal-env-info default_models_repo_host (rule 4)"
+        if not repo:
+            raise BuildError(
+                "models mount: none of checkpoint_path, models_path, slurm_env.mounts or "
+                "env_check.default_models_repo is set; pass models_path (the host folder "
+                "holding the models)"
+            )
+        host = _absolute(name, repo)
+    ctx.trace.chose("models mount", f"{host}:{root}", rule)
+    return (f"{_check_mountable(name, host)}:{root}",), host
 
 
 def covered(path: str, sources: list[str]) -> bool:
-    """True when ``path`` lies inside one of the mounted host folders."""
     return any(path == s or path.startswith(s.rstrip("/") + "/") for s in sources)
 
 
@@ -144,14 +131,14 @@ def resolve_mounts(ctx: Context) -> Mounts:
     """Home, project, models and, when no other mount holds it, custom_script's folder."""
     custom_script = ctx.request.custom_script
     custom_script_dir = posixpath.dirname(custom_script) if custom_script else None
-    root = resolve_models_root(ctx)
+    root = _models_root(ctx)
     home = _check_mountable("home", resolve_home(ctx))
     project = _check_mountable("project", resolve_project(ctx))
     models, models_host = _models_entries(ctx, root)
-    mounts = Mounts(home, project, models, (), root, models_host)
+    mounts = Mounts((f"{home}:{home}", f"{project}:{project}", *models), project, root, models_host)
     if custom_script_dir and not covered(custom_script_dir, mounts.host_sources()):
         extra = f"{_check_mountable('custom_script', custom_script_dir)}:{custom_script_dir}"
         ctx.trace.chose("extra mount", extra, "custom_script folder not under another mount")
-        mounts = Mounts(home, project, models, (extra,), root, models_host)
+        mounts = replace(mounts, entries=(*mounts.entries, extra))
     ctx.trace.chose("container_mounts", mounts.joined, "home, project, models[, extra]")
     return mounts

@@ -22,7 +22,6 @@ class Trace:
     warnings: list[str] = field(default_factory=list)
 
     def chose(self, name: str, value: T, rule: str) -> T:
-        """Record ``value`` for ``name`` with the rule that chose it; returns ``value``."""
         self.choices.append(Choice(name, value, rule))
         return value
 
@@ -30,17 +29,10 @@ class Trace:
         self.warnings.append(message)
 
     def record(self) -> TraceRecord:
-        """What the finished build keeps."""
         return TraceRecord(tuple(self.choices), tuple(self.warnings))
 
 
 @dataclass(frozen=True)
 class TraceRecord:
-    """The trace of a finished build (see :meth:`Trace.record`)."""
-
     choices: tuple[Choice, ...]
     warnings: tuple[str, ...]
-
-    def lines(self) -> list[str]:
-        width = max((len(c.field) for c in self.choices), default=0)
-        return [f"{c.field:<{width}}  {c.value!s}  <- {c.rule}" for c in self.choices]

@@ -1,6 +1,5 @@
 """Procedure Step 3, the parts every workflow shares: where the workload runs,
-its model name, its GPU limits and its task layout. Each workflow's own
-resolution is its ``resolve`` (see :mod:`scriptbuilder.workflows`)."""
+its model name, its GPU limits and its task layout."""
 
 from __future__ import annotations
 
@@ -72,16 +71,13 @@ def parsed(command: str, parse: Callable[[str], T]) -> T:
 
 def model_name(ctx: Context, derived: str | None, rule: str) -> str:
     req = ctx.request
-    if req.model_name:
-        name = req.model_name
-        ctx.trace.chose("model_name", name, "model_name input")
-    elif derived:
-        name = ctx.trace.chose("model_name", derived, rule)
-    else:
+    name = req.model_name or derived
+    if not name:
         raise BuildError(
             f"model_name is required for workflow_type {req.workflow_type} (it names the job "
             "and the script); pass model_name"
         )
+    ctx.trace.chose("model_name", name, "model_name input" if req.model_name else rule)
     if _MODEL_NAME.fullmatch(name) is None:
         raise BuildError(
             f"model_name {name!r} may hold only letters, digits, '.', '_' and '-' (it names "
@@ -104,11 +100,9 @@ def gpus_per_node(
     if override is not None:
         return ctx.trace.chose("gpus_per_node", override, f"{flag} in the command")
     if place.gpus_per_node is None:
-        where = (
-            f"slurm_env partition {ctx.request.partition} has no gpus_per_node"
-            if ctx.is_slurm
-            else "env_check.gpus_per_node is not set"
-        )
+        where = "env_check.gpus_per_node is not set"
+        if ctx.is_slurm:
+            where = f"slurm_env partition {ctx.request.partition} has no gpus_per_node"
         raise BuildError(
             f"gpus_per_node is unknown ({where}); pass env_check.gpus_per_node "
             "or fix the Slurm probe output"

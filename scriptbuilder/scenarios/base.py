@@ -9,9 +9,7 @@ from scriptbuilder.script.plan import Step, TaskShape, WorkflowPlan
 from scriptbuilder.script.render import one_line_command, render_inline
 from scriptbuilder.script.tree import SbatchScript, ShellScript
 
-#: How a step's first log line starts.
 BANNER_PREFIX = "==> "
-#: The ``printf`` format that prints its argument as one line.
 PRINT_LINE = "%s\\n"
 
 
@@ -32,5 +30,4 @@ class Scenario(ABC):
         return shape
 
     @abstractmethod
-    def assemble(self, plan: WorkflowPlan) -> SbatchScript | ShellScript:
-        """The script tree that runs ``plan``."""
+    def assemble(self, plan: WorkflowPlan) -> SbatchScript | ShellScript: ...

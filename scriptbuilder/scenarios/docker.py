@@ -1,8 +1,5 @@
-"""Local Docker: one ``docker run`` that installs the project and runs the steps.
-
-No ``-t``/``-it``: the executor runs the command in the background with its
-output piped to a log, where docker refuses a TTY.
-"""
+"""Local Docker: one ``docker run`` that installs the project and runs the steps
+(no ``-t``: the executor pipes its output to a log, where docker refuses a TTY)."""
 
 from __future__ import annotations
 
@@ -69,10 +66,9 @@ class Docker(Scenario):
     name: str = "local_docker"
 
     def step_shape(self, shape: TaskShape) -> TaskShape:
-        """One process in the container: MPI launchers and per-task steps do not apply."""
-        return TaskShape()
+        return TaskShape()  # one process in the container: no MPI, no per-task steps
 
-    def docker_run(self, plan: WorkflowPlan) -> DockerRun:
+    def assemble(self, plan: WorkflowPlan) -> ShellScript:
         c = self.container
         options = [
             _option("--rm"),
@@ -89,9 +85,5 @@ class Docker(Scenario):
             _option("--name", c.name),
             _option("--workdir", c.workdir),
         ]
-        return DockerRun(tuple(options), Word.of(c.image), _payload(plan, self.secrets))
-
-    def assemble(self, plan: WorkflowPlan) -> ShellScript:
-        return ShellScript(
-            body=(*(Comment(line) for line in self.header), self.docker_run(plan)),
-        )
+        run = DockerRun(tuple(options), Word.of(c.image), _payload(plan, self.secrets))
+        return ShellScript(body=(*(Comment(line) for line in self.header), run))

@@ -1,9 +1,9 @@
 """Slurm scenarios: an sbatch script with one srun step per workflow step.
 
 Every step after the first runs only when the ones before it succeeded; the
-script always prints its closing line and exits with the first failing
-step's exit code. Each step prints ``==> <label>: <command>`` first, then runs
-in the background while the script waits for it, so the time-limit warning
+script always prints its closing line and exits with the first failing step's
+exit code. Each step prints ``==> <label>: <command>`` first, then runs in the
+background while the script waits for it, so the time-limit warning
 (:mod:`scriptbuilder.scenarios.time_limit`) is handled at once.
 """
 
@@ -43,8 +43,7 @@ STATUS = "rc"
 
 
 def check_log_name_part(field: str, value: str) -> None:
-    """Refuse text sbatch would misread in an --output/--error path: a backslash
-    there turns off every %-pattern (so %j would stay literal)."""
+    """A backslash in an --output/--error path turns off every %-pattern in sbatch."""
     if "\\" in value:
         raise BuildError(
             f"{field} {value!r} contains a backslash, which makes Slurm stop replacing %j in "
@@ -54,67 +53,48 @@ def check_log_name_part(field: str, value: str) -> None:
 
 def log_path(log_dir: str, job_name: str, ext: str) -> str:
     """``<log_dir>/<job_name>_%j.<ext>``; a literal ``%`` is doubled for sbatch."""
-    return f"{_escape_pattern(log_dir.rstrip('/'))}/{_escape_pattern(job_name)}_%j.{ext}"
+    return f"{log_dir.rstrip('/')}/{job_name}_".replace("%", "%%") + f"%j.{ext}"
 
 
-def _escape_pattern(text: str) -> str:
-    return text.replace("%", "%%")
-
-
-def directives(alloc: SlurmAllocation, warning: int | None) -> tuple[Directive, ...]:
-    lines = [
+def _directives(alloc: SlurmAllocation, warning: int | None) -> tuple[Directive, ...]:
+    tasks, log_name = alloc.tasks, alloc.log_name or alloc.job_name
+    return (
         Directive("job-name", alloc.job_name),
         Directive("partition", alloc.partition),
         Directive("account", alloc.account),
         Directive("time", alloc.time_limit),
-        *([time_limit.signal_directive(warning)] if warning else []),
-        Directive("nodes", str(alloc.tasks.nodes)),
-        Directive("ntasks", str(alloc.tasks.ntasks)),
-        Directive("ntasks-per-node", str(alloc.tasks.ntasks_per_node)),
-    ]
-    if alloc.gres:
-        lines.append(Directive("gres", alloc.gres))
-    log_name = alloc.log_name or alloc.job_name
-    lines += [
+        *([Directive("signal", f"B:{time_limit.SIGNAL}@{warning}")] if warning else []),
+        Directive("nodes", str(tasks.nodes)),
+        Directive("ntasks", str(tasks.ntasks)),
+        Directive("ntasks-per-node", str(tasks.ntasks_per_node)),
+        *([Directive("gres", alloc.gres)] if alloc.gres else []),
         Directive("output", log_path(alloc.log_dir, log_name, "out")),
         Directive("error", log_path(alloc.log_dir, log_name, "err")),
-    ]
-    return tuple(lines)
+    )
 
 
 def _option(name: str, value: str) -> SrunOption:
     return SrunOption(name, Word.literal(value))
 
 
-def _step_script(step: Step) -> Word:
-    """The ``bash -c`` argument of a step."""
-    clear = ClearEnv(MPI_ENV_PREFIXES, MPI_ENV_KEEP)
-    body = (clear, *step.body) if step.clear_mpi_env else step.body
-    return Word((ScriptText(body),))
-
-
-def _container_options(container: Container) -> tuple[SrunOption, ...]:
-    return (
+def _srun(step: Step, container: Container) -> Srun:
+    shape = step.shape
+    options = (
+        SrunOption("-l"),
+        _option("--nodes", str(shape.nodes)),
+        _option("--ntasks", str(shape.ntasks)),
+        _option("--ntasks-per-node", str(shape.ntasks_per_node)),
+        *([_option("--mpi", shape.mpi)] if shape.mpi else []),
         _option("--container-image", container.image),
         _option("--container-name", container.name),
         _option("--container-mounts", container.mounts),
         _option("--container-workdir", container.workdir),
         SrunOption("--kill-on-bad-exit", Word.of("1")),
     )
-
-
-def _srun(step: Step, container_options: tuple[SrunOption, ...]) -> Srun:
-    shape = step.shape
-    options = [
-        SrunOption("-l"),
-        _option("--nodes", str(shape.nodes)),
-        _option("--ntasks", str(shape.ntasks)),
-        _option("--ntasks-per-node", str(shape.ntasks_per_node)),
-    ]
-    if shape.mpi:
-        options.append(_option("--mpi", shape.mpi))
-    payload = Command.of("bash", "-c", _step_script(step), "step", *[to_word(a) for a in step.args])
-    return Srun((*options, *container_options), payload, background=True)
+    clear = ClearEnv(MPI_ENV_PREFIXES, MPI_ENV_KEEP)
+    script = ScriptText((clear, *step.body) if step.clear_mpi_env else step.body)
+    args = [to_word(a) for a in step.args]
+    return Srun(options, Command.of("bash", "-c", Word((script,)), "step", *args), background=True)
 
 
 _BLANK = Blank()
@@ -130,7 +110,7 @@ _STARTED = _echo("Job ", _JOB_ID, " started at ", _DATE, " on ", Subst(Command.o
 _FINISHED = _echo("Job ", _JOB_ID, " finished at ", _DATE, " with exit code ", Var(STATUS))
 
 
-def _step_block(step: Step, container_options: tuple[SrunOption, ...], banner: str) -> If:
+def _step_block(step: Step, container: Container, banner: str) -> If:
     """Runs when every step before succeeded: names the step, prints its banner,
     runs it and keeps its exit code."""
     return If(
@@ -139,41 +119,13 @@ def _step_block(step: Step, container_options: tuple[SrunOption, ...], banner: s
             Comment(step.label),
             Assign(time_limit.STEP, Word.literal(step.label)),
             Run(Command.of("printf", PRINT_LINE, banner)),
-            _srun(step, container_options),
+            _srun(step, container),
             Assign(time_limit.STEP_PID, Word.of(Var("!"))),
             Run(Command.of("wait", Word.of(Var(time_limit.STEP_PID)))),
             Assign(STATUS, Word.of(Var("?"))),
             Assign(time_limit.STEP_PID, Word.of("")),
         ),
     )
-
-
-def job_body(
-    plan: WorkflowPlan,
-    container: Container,
-    exports: tuple[tuple[str, str], ...],
-    *,
-    limit: tuple[str, int] | None = None,
-    secrets: tuple[str, ...] = (),
-) -> tuple[Statement, ...]:
-    """The statements after the directives. ``limit`` is the time limit as written
-    and the seconds of warning before it (None: no limit, no warning)."""
-    body: list[Statement] = [_BLANK]
-    for name, value in (*exports, *plan.env):
-        body.append(Export(name, Word.literal(value)))
-    if limit is not None:
-        text, warning = limit
-        body += [_BLANK, *time_limit.handler(text, _FINISHED)]
-        body += time_limit.timer(time_limit.limit_seconds(text), warning)
-    body += [_BLANK, _STARTED, Assign(STATUS, Word.of("0"))]
-    container_options = _container_options(container)
-    for step in plan.steps:
-        body += [_BLANK, _step_block(step, container_options, step_banner(step, secrets))]
-    body.append(_BLANK)
-    if limit is not None:
-        body += [time_limit.IGNORE_WARNING, time_limit.STOP_TIMER]
-    body += [_FINISHED, Exit(Word.of(Var(STATUS)))]
-    return tuple(body)
 
 
 @dataclass(frozen=True)
@@ -193,19 +145,25 @@ class SlurmScenario(Scenario):
     secrets: tuple[str, ...] = ()
 
     def assemble(self, plan: WorkflowPlan) -> SbatchScript:
-        exports = (("LLM_MODELS_ROOT", self.models_root),)
         limit = self.allocation.time_limit
         warning = time_limit.warning_seconds(limit, self.timeout_warning)
+        body: list[Statement] = [_BLANK]
+        for name, value in (("LLM_MODELS_ROOT", self.models_root), *plan.env):
+            body.append(Export(name, Word.literal(value)))
+        if warning is not None:
+            body += [_BLANK, *time_limit.setup(limit, warning, _FINISHED)]
+        body += [_BLANK, _STARTED, Assign(STATUS, Word.of("0"))]
+        for step in plan.steps:
+            banner = step_banner(step, self.secrets)
+            body += [_BLANK, _step_block(step, self.container, banner)]
+        body.append(_BLANK)
+        if warning is not None:
+            body += time_limit.TEARDOWN
+        body += [_FINISHED, Exit(Word.of(Var(STATUS)))]
         return SbatchScript(
-            directives=directives(self.allocation, warning),
+            directives=_directives(self.allocation, warning),
             header=tuple(Comment(line) for line in self.header),
-            body=job_body(
-                plan,
-                self.container,
-                exports,
-                limit=None if warning is None else (limit, warning),
-                secrets=self.secrets,
-            ),
+            body=tuple(body),
         )
 
 
