@@ -295,8 +295,12 @@ def test_stop_ends_the_script_and_keeps_the_allocation(
         lambda: "the script's processes outlived its exit status",
     )
     assert job_state(slurm_shell, run.allocation_job_id) == "RUNNING"
-    steps = slurm_shell.run("squeue", "--steps", "--noheader", "--jobs", run.allocation_job_id)
-    assert steps.stdout.strip() == "", steps.stdout  # its srun step ended with it
+
+    def steps() -> str:
+        args = ("squeue", "--steps", "--noheader", "--jobs", run.allocation_job_id)
+        return slurm_shell.run(*args).stdout.strip()
+
+    eventually(lambda: steps() == "", 30, steps)  # its srun step ended with it
 
 
 # ----- the same through the command line --------------------------------------------------------
