@@ -18,8 +18,7 @@ from scriptbuilder.workflows.eval import EvalWorkflow
 from scriptbuilder.workflows.perf_sanity import PerfSanityWorkflow
 from scriptbuilder.workflows.pytest_workflow import PytestWorkflow
 
-#: The workflow of each ``workflow_type`` (a perf-sanity pytest request is
-#: recognised by :meth:`PerfSanityWorkflow.wanted`).
+#: A perf-sanity pytest request is recognised by :meth:`PerfSanityWorkflow.wanted`.
 WORKFLOWS: dict[str, type[Workflow]] = {
     "pytest": PytestWorkflow,
     "eval": EvalWorkflow,
@@ -33,23 +32,20 @@ WORKFLOWS: dict[str, type[Workflow]] = {
 @dataclass(frozen=True)
 class Route:
     """The workflow and where it runs (``place.target`` is None under Docker);
-    with ``eval_model`` set, an eval wider than one node runs as an accuracy
-    benchmark through submit.py."""
+    ``eval_model``: an eval wider than one node, run through submit.py."""
 
     workflow: type[Workflow]
     place: Placement
     eval_model: str | None = None
 
     def resolve(self, ctx: Context) -> Workload:
-        """The workflow resolved where it runs."""
         if self.eval_model is not None:
-            return PerfSanityWorkflow.resolve_run(ctx, self.place, self.eval_model)
+            return PerfSanityWorkflow.resolve(ctx, self.place, self.eval_model)
         return self.workflow.resolve(ctx, self.place)
 
 
 def choose_route(ctx: Context, image: str, mounts: Mounts, target: SlurmTarget | None) -> Route:
-    """From the validated request, the image and mounts, and the Slurm ``target``
-    (None under Docker)."""
+    """``target`` is None under Docker."""
     req = ctx.request
     place = Placement.of(ctx, image, mounts, target)
     workflow = (
@@ -80,4 +76,4 @@ def choose_route(ctx: Context, image: str, mounts: Mounts, target: SlurmTarget |
         f"eval world size {world} exceeds gpus_per_node {gpn}: "
         "running it as an accuracy benchmark through submit.py"
     )
-    return Route(PerfSanityWorkflow, place, EvalWorkflow.fallback_model_name(ctx))
+    return Route(PerfSanityWorkflow, place, EvalWorkflow.sized(ctx)[3])

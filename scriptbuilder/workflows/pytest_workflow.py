@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import posixpath
-from dataclasses import replace
+from dataclasses import KW_ONLY, dataclass, replace
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.tests import InspectResult, inspect_tests
@@ -39,20 +39,19 @@ def _devices(ctx: Context, found: InspectResult) -> tuple[int, bool, str]:
     return trace.chose("required_devices", 1, "default"), False, "default"
 
 
+@dataclass(frozen=True)
 class PytestWorkflow(Workflow):
-    """``workdir``: where the step runs when that is not the container's working
-    directory (``cd`` first); ``visible_devices``: the ``CUDA_VISIBLE_DEVICES`` the
-    step exports when the tests need an exact GPU count nobody else enforces."""
+    """``workdir``: where the step runs (``cd`` first) when that is not the
+    container's working directory; ``visible_devices``: the ``CUDA_VISIBLE_DEVICES``
+    the step exports when the tests need an exact GPU count nobody else enforces."""
 
     kind = "pytest"
     job_suffix = "auto_test"
 
-    def __init__(
-        self, test_cmd: str, *, workdir: str | None = None, visible_devices: str | None = None
-    ) -> None:
-        self.test_cmd = test_cmd
-        self.workdir = workdir
-        self.visible_devices = visible_devices
+    test_cmd: str
+    _: KW_ONLY
+    workdir: str | None = None
+    visible_devices: str | None = None
 
     @classmethod
     def resolve(cls, ctx: Context, place: Placement) -> Workload:
