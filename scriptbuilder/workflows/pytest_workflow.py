@@ -71,9 +71,7 @@ class PytestWorkflow(Workflow):
         workdir = None
         if found.workdir is not None:
             workdir = trace.chose(
-                "test_workdir",
-                posixpath.join(mounts.project, found.workdir),
-                found.workdir_reason,
+                "test_workdir", posixpath.join(mounts.project, found.workdir), found.workdir_reason
             )
         devices, exact, source = _devices(ctx, found)
         limit = place.gpus_per_node if ctx.is_slurm else place.available
