@@ -38,8 +38,6 @@ INSTALL_BODY: tuple[Statement, ...] = (
 def command_args(command: str) -> tuple[str, ...]:
     """``command`` in pieces of at most :data:`MAX_ARG_BYTES` bytes, which the step
     joins again, so a command longer than one argument can carry reaches the shell."""
-    if len(command) * 4 <= MAX_ARG_BYTES:  # no UTF-8 character takes more than 4 bytes
-        return (command,)
     data = command.encode("utf-8", "surrogatepass")
     pieces = []
     start = 0
@@ -49,7 +47,7 @@ def command_args(command: str) -> tuple[str, ...]:
             end -= 1
         pieces.append(data[start:end].decode("utf-8", "surrogatepass"))
         start = end
-    return tuple(pieces)
+    return tuple(pieces) or (command,)
 
 
 def user_command_step(
@@ -62,29 +60,19 @@ def user_command_step(
     launched = bool(first) and first[0].rsplit("/", 1)[-1] == LLMAPI_LAUNCH
     wrap = launcher and shape.ntasks > 1 and not launched
     shown = render_command(Command.of(*_LAUNCH_WORDS, command, "workload")) if wrap else command
-    return Step(
-        label=label,
-        body=_RUN_UNDER_LAUNCHER if wrap else _RUN_USER_COMMAND,
-        shape=shape,
-        args=command_args(command),
-        clear_mpi_env=clears_mpi_env(shape),
-        command=shown,
-    )
+    body = _RUN_UNDER_LAUNCHER if wrap else _RUN_USER_COMMAND
+    return Step(label, body, shape, command_args(command), clears_mpi_env(shape), shown)
 
 
 @dataclass(frozen=True)
 class Workload:
-    """A resolved workflow and the size of its job."""
-
     workflow: Workflow
     model_name: str
     required_devices: int
     node_count: int
     shape: TaskShape
-    #: The tests run only with exactly ``required_devices`` GPUs visible.
-    exact_devices: bool = False
-    #: Where ``required_devices`` came from (pytest: the deciding evidence).
-    devices_source: str | None = None
+    exact_devices: bool = False  # the tests run only with exactly these GPUs visible
+    devices_source: str | None = None  # pytest: the deciding evidence
 
 
 class Workflow(ABC):
@@ -97,7 +85,6 @@ class Workflow(ABC):
     script_suffix: ClassVar[str] = ".slurm"
     success_patterns: ClassVar[tuple[str, ...]] = ("passed",)
     failure_patterns: ClassVar[tuple[str, ...]] = ("FAILED", "ERROR")
-    #: Installs the project in the container before the workload runs.
     install_body: ClassVar[tuple[Statement, ...]] = INSTALL_BODY
 
     @classmethod
@@ -106,7 +93,7 @@ class Workflow(ABC):
         """The workflow of ``ctx.request`` and its job size (procedure Step 3)."""
 
     def extra_files(self) -> tuple[tuple[str, str], ...]:
-        """Files the job needs in work_dir besides the script: (name, text)."""
+        """(name, text) of the files the job needs in work_dir besides the script."""
         return ()
 
     def job_name(self, model_name: str) -> str:
@@ -116,12 +103,10 @@ class Workflow(ABC):
         return f"{model_name}_{self.job_suffix}{self.script_suffix}"
 
     def env(self) -> tuple[tuple[str, str], ...]:
-        """Variables exported in the batch script before the steps."""
         return ()
 
     @abstractmethod
-    def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:
-        """The steps after the install step."""
+    def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]: ...
 
     def plan(self, shape: TaskShape, *, install: bool = True) -> WorkflowPlan:
         """The exports and the steps; first one install task on every node unless

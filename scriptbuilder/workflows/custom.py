@@ -22,7 +22,7 @@ from scriptbuilder.resolution.workloads import (
 )
 from scriptbuilder.script.plan import Step, TaskShape
 from scriptbuilder.script.render import quote_literal
-from scriptbuilder.script.tree import Command, Run, Statement, Var
+from scriptbuilder.script.tree import Command, Run, Var
 from scriptbuilder.workflows.base import Workflow, Workload
 
 RUN_SCRIPT_NAME = "slurm_run_custom.sh"
@@ -84,9 +84,8 @@ class CustomWorkflow(Workflow):
         )
         if nodes > 1:
             raise BuildError(
-                f"required_devices = {devices} requires {nodes} nodes (gpus_per_node = {gpn}), "
-                f"but custom commands are limited to 1 node; reduce required_devices to at most "
-                f"{gpn}"
+                f"required_devices = {devices} requires {nodes} nodes (gpus_per_node = {gpn}), but "
+                f"custom commands are limited to 1 node; reduce required_devices to at most {gpn}"
             )
         name = model_name(ctx, None, "")
         project = place.mounts.project
@@ -115,18 +114,9 @@ class CustomWorkflow(Workflow):
 
     def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:
         if self.run_script is None:
-            body: tuple[Statement, ...] = (
-                Run(Command.of("bash", "-c", Var("1"), RUN_SCRIPT_NAME)),
-            )
+            run = Command.of("bash", "-c", Var("1"), RUN_SCRIPT_NAME)
             args = (PACKAGED_RUN_SCRIPT.read_text(encoding="utf-8"),)
         else:
-            body, args = (Run(Command.of("bash", Var("1"))),), (self.run_script,)
-        step = Step(
-            label="run the custom command",
-            body=body,
-            args=args,
-            shape=shape,
-            clear_mpi_env=clears_mpi_env(shape),
-            command=self.custom_cmd,
-        )
-        return (step,)
+            run, args = Command.of("bash", Var("1")), (self.run_script,)
+        label, mpi = "run the custom command", clears_mpi_env(shape)
+        return (Step(label, (Run(run),), shape, args, mpi, command=self.custom_cmd),)

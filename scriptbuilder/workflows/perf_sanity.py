@@ -16,7 +16,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -54,12 +54,15 @@ _NO_INPUT = (
     " (perf_config_yaml); pass one of them"
 )
 _T = TypeVar("_T")
+#: Left out when a test id is given (submit.py reads them from the id).
+_CONFIG_FIELDS = ("config_file", "test_name", "benchmark_mode")
+_OPTIONAL_FIELDS = ("test_list", *_CONFIG_FIELDS, "mpi_type")
 
 
 @dataclass(frozen=True, kw_only=True)
 class SubmitRequest:
-    """One submit.py run; ``work_dir`` and ``llm_src`` are cluster paths for remote
-    runs, ``launch_sh`` is always local."""
+    """One submit.py run, its flags in the procedure's order; ``work_dir`` and
+    ``llm_src`` are cluster paths for remote runs, ``launch_sh`` is always local."""
 
     submit_py: Path
     test_list: str | None
@@ -80,35 +83,19 @@ class SubmitRequest:
 
 
 def submit_argv(req: SubmitRequest, python: str = sys.executable) -> list[str]:
-    """The argv of the submit.py run, in the procedure's order (never a shell string)."""
-    if req.test_list:
-        flags: list[tuple[str, str | None]] = [("--test-list", req.test_list)]
-    elif req.config_file:
-        flags = [
-            ("--config-file", req.config_file),
-            ("--test-name", req.test_name or None),
-            ("--benchmark-mode", req.benchmark_mode or None),
-        ]
-    else:
+    """The argv of the submit.py run: the fields in order (never a shell string)."""
+    if not (req.test_list or req.config_file):
         raise BuildError(_NO_INPUT)
-    flags += [
-        ("--partition", req.partition),
-        ("--account", req.account),
-        ("--job-name", req.job_name),
-        ("--image", req.image),
-        ("--mounts", req.mounts),
-        ("--work-dir", req.work_dir),
-        ("--llm-src", req.llm_src),
-        ("--llm-models-root", req.llm_models_root),
-        ("--launch-sh", str(req.launch_sh)),
-        ("--time", req.time),
-        ("--mpi-type", req.mpi_type or None),
-    ]
     argv = [python, str(req.submit_py)]
-    for name, value in flags:
-        if value is not None:
-            # A value starting with "-" would be read by argparse as an option.
-            argv += [f"{name}={value}"] if value.startswith("-") else [name, value]
+    for field in fields(req)[1:]:
+        value = getattr(req, field.name)
+        if (req.test_list and field.name in _CONFIG_FIELDS) or (
+            not value and field.name in _OPTIONAL_FIELDS
+        ):
+            continue
+        name, value = "--" + field.name.replace("_", "-"), str(value)
+        # A value starting with "-" would be read by argparse as an option.
+        argv += [f"{name}={value}"] if value.startswith("-") else [name, value]
     return argv
 
 

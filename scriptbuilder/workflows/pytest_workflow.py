@@ -63,9 +63,8 @@ class PytestWorkflow(Workflow):
         for missing in found.missing:
             if not req.allow_missing_tests:
                 raise BuildError(
-                    f"test_cmd: {missing}, so pytest would exit with 'file or directory not "
-                    "found' after the queue wait; fix the test id (or pass allow_missing_tests: "
-                    "true)"
+                    f"test_cmd: {missing}, so pytest would exit with 'file or directory not found' "
+                    "after the queue wait; fix the test id (or pass allow_missing_tests: true)"
                 )
             trace.warn(f"{missing} (allow_missing_tests)")
         workdir = None
