@@ -59,9 +59,9 @@ class JobBuilder:
 
     @staticmethod
     def job(ctx: Context, route: Route) -> BuiltJob:
-        """The job of ``ctx.request``: its workflow resolved on ``route``."""
-        workload = route.resolve(ctx)
-        image, mounts, target = route.place.image, route.place.mounts, route.place.target
+        """The job of ``ctx.request`` on its ``route``."""
+        place, workload = route
+        image, mounts, target = place.image, place.mounts, place.target
         if isinstance(workload.workflow, PerfSanityWorkflow):
             assert target is not None  # the route sends only Slurm requests there
             return _submit_job(ctx, image, target, workload, workload.workflow)

@@ -4,7 +4,7 @@ eval wider than one node run as an accuracy benchmark)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.resolution.context import Context
@@ -29,19 +29,11 @@ WORKFLOWS: dict[str, type[Workflow]] = {
 }
 
 
-@dataclass(frozen=True)
-class Route:
-    """The workflow and where it runs (``place.target`` is None under Docker);
-    ``eval_model``: an eval wider than one node, run through submit.py."""
+class Route(NamedTuple):
+    """The resolved workload and where it runs (``place.target`` is None under Docker)."""
 
-    workflow: type[Workflow]
     place: Placement
-    eval_model: str | None = None
-
-    def resolve(self, ctx: Context) -> Workload:
-        if self.eval_model is not None:
-            return PerfSanityWorkflow.resolve(ctx, self.place, self.eval_model)
-        return self.workflow.resolve(ctx, self.place)
+    workload: Workload
 
 
 def choose_route(ctx: Context, image: str, mounts: Mounts, target: SlurmTarget | None) -> Route:
@@ -63,7 +55,7 @@ def choose_route(ctx: Context, image: str, mounts: Mounts, target: SlurmTarget |
         )
     wide = EvalWorkflow.wider_than_a_node(ctx, place) if workflow is EvalWorkflow else None
     if wide is None:
-        return Route(workflow, place)
+        return Route(place, workflow.resolve(ctx, place))
     world, gpn = wide
     if target is None:
         raise BuildError(
@@ -76,4 +68,4 @@ def choose_route(ctx: Context, image: str, mounts: Mounts, target: SlurmTarget |
         f"eval world size {world} exceeds gpus_per_node {gpn}: "
         "running it as an accuracy benchmark through submit.py"
     )
-    return Route(PerfSanityWorkflow, place, EvalWorkflow.sized(ctx)[3])
+    return Route(place, PerfSanityWorkflow.resolve(ctx, place, EvalWorkflow.sized(ctx)[3]))

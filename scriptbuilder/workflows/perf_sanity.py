@@ -1,13 +1,6 @@
-"""Perf-sanity / benchmark (procedure Category 4): the checkout's submit.py writes
-the launch script, and :meth:`scriptbuilder.outputs.built_job.BuiltJob.write` runs it.
-
-Resolution checks what submit.py would trip on (:func:`preflight`), builds its
-argv (:func:`submit_argv`) and works out the GPUs and nodes submit.py derives
-from the config YAML (:func:`topology`): aggregated, ``tp * pp * cp`` of the
-server on ``ceil(gpus / gpus_per_node)`` nodes; disaggregated, the sum over the
-ctx and gen servers (``ctx_only``: one ctx server; ``gen_only`` with
-``benchmark.mode`` containing ``gen_only_no_context``: the gen servers only).
-"""
+"""Perf-sanity / benchmark (procedure Category 4): resolution checks what the
+checkout's submit.py would trip on and builds its argv; ``BuiltJob.write`` runs it,
+and it writes the launch script."""
 
 from __future__ import annotations
 
@@ -86,12 +79,10 @@ def submit_argv(req: SubmitRequest, python: str = sys.executable) -> list[str]:
     """The argv of the submit.py run: the fields in order (never a shell string)."""
     if not (req.test_list or req.config_file):
         raise BuildError(_NO_INPUT)
-    argv = [python, str(req.submit_py)]
+    argv, skipped = [python, str(req.submit_py)], _CONFIG_FIELDS if req.test_list else ()
     for field in fields(req)[1:]:
         value = getattr(req, field.name)
-        if (req.test_list and field.name in _CONFIG_FIELDS) or (
-            not value and field.name in _OPTIONAL_FIELDS
-        ):
+        if field.name in skipped or (not value and field.name in _OPTIONAL_FIELDS):
             continue
         name, value = "--" + field.name.replace("_", "-"), str(value)
         # A value starting with "-" would be read by argparse as an option.
@@ -247,8 +238,11 @@ def _size(section: dict[str, Any], where: str, path: Path) -> int:
 
 
 def topology(config: PerfConfig, server_name: str | None, benchmark_mode: str | None) -> Topology:
-    """GPUs and nodes submit.py will ask for (submit.py stays the truth); an
-    aggregated config without a server name: its largest server."""
+    """GPUs and nodes submit.py will ask for: aggregated, ``tp * pp * cp`` of the server
+    (without a name, the largest) on ``ceil(gpus / gpus_per_node)`` nodes;
+    disaggregated, the sum over the ctx and gen servers (``ctx_only``: one ctx
+    server; ``gen_only`` with ``benchmark.mode`` containing ``gen_only_no_context``:
+    the gen servers only)."""
     gpn, raw, path = config.gpus_per_node, config.raw, config.path
     if not config.disaggregated:
         servers = raw.get("server_configs")
@@ -366,18 +360,12 @@ class PerfSanityWorkflow(Workflow):
     name: str
     argv: tuple[str, ...]
     checked: PerfPreflight
+    #: The line the launch script prints last on success.
+    launch_success: tuple[str, ...]
     #: A derived config to write before submit.py runs (eval fallback): path and text.
     derived_config: tuple[Path, str] | None
     launch_sh: Path
     output_log: Path
-
-    @property
-    def launch_success(self) -> tuple[str, ...]:
-        """``ctx_only`` runs a disaggregated config on the aggregated path."""
-        checked = self.checked
-        if checked.config.disaggregated and checked.benchmark_mode != "ctx_only":
-            return (DISAGG_SUCCESS,)
-        return (AGGR_SUCCESS,)
 
     @staticmethod
     def wanted(ctx: Context) -> bool:
@@ -460,11 +448,14 @@ class PerfSanityWorkflow(Workflow):
         trace.chose("devices/nodes", f"{devices}/{nodes}", "config YAML hardware and parallelism")
         # the cluster's resolved plugin, for the executors (submit.py picks its own)
         shape = TaskShape(nodes, nodes * gpn, gpn, target.mpi_plugin)
+        # ctx_only runs a disaggregated config on the aggregated path
+        disagg = checked.config.disaggregated and checked.benchmark_mode != "ctx_only"
         workflow = cls(
             req.workflow_type,
             job_name,
             argv,
             checked,
+            (DISAGG_SUCCESS if disagg else AGGR_SUCCESS,),
             derived,
             launch_sh,
             work_dir / SUBMIT_LOG_NAME,

@@ -33,10 +33,8 @@ def _devices(ctx: Context, found: InspectResult) -> tuple[int, bool, str]:
         if need.exact:
             trace.chose("exact GPUs", devices, f"the test skips unless it sees exactly {devices}")
         return devices, need.exact, need.source
-    if req.required_devices:
-        given = trace.chose("required_devices", req.required_devices, "required_devices input")
-        return given, False, "required_devices input"
-    return trace.chose("required_devices", 1, "default"), False, "default"
+    rule = "required_devices input" if req.required_devices else "default"
+    return trace.chose("required_devices", req.required_devices or 1, rule), False, rule
 
 
 @dataclass(frozen=True)
