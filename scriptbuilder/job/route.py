@@ -18,14 +18,12 @@ from scriptbuilder.workflows.eval import EvalWorkflow
 from scriptbuilder.workflows.perf_sanity import PerfSanityWorkflow
 from scriptbuilder.workflows.pytest_workflow import PytestWorkflow
 
-#: A perf-sanity pytest request is recognised by :meth:`PerfSanityWorkflow.wanted`.
+#: The Slurm workflows (perf-sanity requests: :meth:`PerfSanityWorkflow.wanted`).
 WORKFLOWS: dict[str, type[Workflow]] = {
     "pytest": PytestWorkflow,
     "eval": EvalWorkflow,
     "bench": BenchWorkflow,
     "custom": CustomWorkflow,
-    "perf_sanity": PerfSanityWorkflow,
-    "benchmark": PerfSanityWorkflow,
 }
 
 
@@ -44,11 +42,8 @@ def choose_route(ctx: Context, image: str, mounts: Mounts, target: SlurmTarget |
         PerfSanityWorkflow if PerfSanityWorkflow.wanted(ctx) else WORKFLOWS[req.workflow_type]
     )
     if workflow is PerfSanityWorkflow and target is None:
-        what = (
-            f"workflow_type {req.workflow_type}"
-            if req.workflow_type != "pytest"
-            else "a perf-sanity test_cmd"
-        )
+        kind = req.workflow_type
+        what = f"workflow_type {kind}" if kind != "pytest" else "a perf-sanity test_cmd"
         raise BuildError(
             f"{what} needs Slurm (submit.py writes a Slurm launch script); use "
             "execution_scenario local_slurm or remote_slurm"

@@ -346,10 +346,8 @@ def _model_name(ctx: Context, config: PerfConfig) -> str:
 
 @dataclass(frozen=True)
 class PerfSanityWorkflow(Workflow):
-    """submit.py, run with ``argv``, writes the launch script ``launch_sh`` (no
-    script tree). ``workflow_type`` is what the request asked for (``perf_sanity``,
-    ``benchmark``, ``pytest`` for a perf-sanity test command, or ``eval`` for an
-    eval wider than one node)."""
+    """submit.py, run with ``argv``, writes the launch script ``launch_sh`` (no script
+    tree); ``workflow_type`` is what the request asked for (``eval`` for the fallback)."""
 
     kind = "perf_sanity"
     job_suffix = "perf"
@@ -410,23 +408,19 @@ class PerfSanityWorkflow(Workflow):
         model = eval_model or _model_name(ctx, checked.config)
         work_dir = Path(req.work_dir)
         derived: tuple[Path, str] | None = None
-        config_arg = None if test_list else str(checked.config.path)
+        config_arg = str(checked.config.path)  # submit_argv leaves it out for a test id
         if eval_model:
-            config_arg = str(work_dir / f"{model}_accuracy.yaml")
             text = _config("perf_config_yaml", derive_accuracy_config, checked.config.path)
-            derived = (Path(config_arg), text)
-            trace.chose(
-                "perf config",
-                config_arg,
-                "perf_config_yaml with accuracy.enable_accuracy_test: true (eval fallback)",
-            )
+            derived = (work_dir / f"{model}_accuracy.yaml", text)
+            rule = "perf_config_yaml with accuracy.enable_accuracy_test: true (eval fallback)"
+            config_arg = trace.chose("perf config", str(derived[0]), rule)
         launch_sh = work_dir / LAUNCH_SCRIPT_NAME
         job_name = f"{model}_{'perf' if test_list else 'benchmark'}"
         request = SubmitRequest(
             submit_py=submit_py,
             test_list=test_list,
             config_file=config_arg,
-            test_name=None if test_list else req.perf_test_name,
+            test_name=req.perf_test_name,
             benchmark_mode=benchmark_mode,
             partition=target.partition,
             account=target.account,
@@ -461,9 +455,6 @@ class PerfSanityWorkflow(Workflow):
             work_dir / SUBMIT_LOG_NAME,
         )
         return Workload(workflow, model, devices, nodes, shape)
-
-    def job_name(self, model_name: str) -> str:
-        return self.name
 
     def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:
         return ()
