@@ -148,8 +148,7 @@ def _built(
     files: tuple[OutputFile, ...],
     submit: SubmitRun | None = None,
 ) -> BuiltJob:
-    """job_spec.json comes after the other files; a script carrying a secret value is
-    its owner's only; job_spec.json, the report and the warnings mask secrets."""
+    """job_spec.json comes last; a script carrying a secret value is its owner's only."""
     secrets = request_secrets(ctx.request)
     if text:
         mode = 0o700 if mask(text, secrets) != text else 0o755
@@ -181,7 +180,7 @@ def _slurm_job(
     workflow, model, shape = workload.workflow, workload.model_name, workload.shape
     _check_counts(ctx, target, shape.nodes, shape.ntasks)
     gres = gres_flag(ctx, target, workload.required_devices if workload.exact_devices else None)
-    # The log files and the container are named after the model, the job as asked.
+    # The logs, the script and the container are named after the model, the job as asked.
     log_name = workflow.job_name(model)
     job_name = ctx.trace.chose(
         "job_name",
@@ -213,7 +212,7 @@ def _slurm_job(
         OutputFile(posixpath.join(req.work_dir, name), content, 0o755)
         for name, content in workflow.extra_files()
     )
-    script_path = posixpath.join(req.work_dir, workflow.script_name(model))
+    script_path = posixpath.join(req.work_dir, f"{log_name}.slurm")
     persistent = req.execution_scenario == "local_slurm" and req.persistent_mode is not False
     spec = _job_spec(
         ctx,

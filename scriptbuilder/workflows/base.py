@@ -82,7 +82,6 @@ class Workflow(ABC):
 
     kind: ClassVar[str]
     job_suffix: ClassVar[str]
-    script_suffix: ClassVar[str] = ".slurm"
     success_patterns: ClassVar[tuple[str, ...]] = ("passed",)
     failure_patterns: ClassVar[tuple[str, ...]] = ("FAILED", "ERROR")
     install_body: ClassVar[tuple[Statement, ...]] = INSTALL_BODY
@@ -98,9 +97,6 @@ class Workflow(ABC):
 
     def job_name(self, model_name: str) -> str:
         return f"{model_name}_{self.job_suffix}"
-
-    def script_name(self, model_name: str) -> str:
-        return f"{model_name}_{self.job_suffix}{self.script_suffix}"
 
     def env(self) -> tuple[tuple[str, str], ...]:
         return ()

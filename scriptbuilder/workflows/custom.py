@@ -31,12 +31,9 @@ PACKAGED_RUN_SCRIPT = Path(__file__).resolve().parent.parent / "data" / RUN_SCRI
 
 @dataclass(frozen=True)
 class CustomWorkflow(Workflow):
-    """Exports ``CUSTOM_COMMAND``, ``CUSTOM_ENV``, ``CUSTOM_WORKDIR`` and ``llmSrcNode``
-    for the run script, which applies the env, changes to the workdir and runs the
-    command once. With ``run_script`` None the packaged run script travels inside
-    the batch script, so no file has to be visible in the container; otherwise
-    ``bash <run_script>`` runs a copy of it written to work_dir with the script.
-    """
+    """The run script applies ``CUSTOM_ENV``, changes to ``CUSTOM_WORKDIR`` and runs
+    ``CUSTOM_COMMAND`` once; with ``run_script`` None it travels inside the batch
+    script, otherwise ``bash <run_script>`` runs a copy written to work_dir."""
 
     kind = "custom"
     job_suffix = "custom"

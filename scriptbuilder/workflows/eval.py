@@ -74,8 +74,7 @@ class EvalWorkflow(Workflow):
 
     @staticmethod
     def wider_than_a_node(ctx: Context, place: Placement) -> tuple[int, int] | None:
-        """World size and GPUs per node, when the world does not fit on one node
-        (such an eval runs as an accuracy benchmark through submit.py)."""
+        """World size and GPUs per node, when the world does not fit on one node."""
         args = _args(ctx)[1]
         world, gpn = args.tp_size * args.pp_size, args.gpus_per_node or place.gpus_per_node
         return (world, gpn) if gpn is not None and world > gpn else None

@@ -134,11 +134,8 @@ def preflight(
     benchmark_mode: str | None = None,
     repo_root: str | os.PathLike[str] | None = None,
 ) -> PerfPreflight:
-    """Check what submit.py would trip on, as one-line :class:`BuildError` messages.
-
-    ``repo_root`` holds the config of a ``test_list`` id (default: the checkout
-    submit.py sits in); ``test_list`` wins over ``config_file`` as in submit.py.
-    """
+    """Check what submit.py would trip on; ``repo_root`` (default: submit.py's checkout)
+    holds a test id's config, and ``test_list`` wins over ``config_file`` as in submit.py."""
     submit_py = Path(submit_py)
     root = Path(repo_root) if repo_root is not None else _repo_of(submit_py)
     if not submit_py.is_file():
@@ -146,8 +143,7 @@ def preflight(
             f"{submit_py} not found: the checkout at {_repo_of(submit_py)} lacks"
             f" {SUBMIT_PY_RELPATH}; point repo_root at a TensorRT-LLM checkout that has it"
         )
-    server: str | None = None
-    mode: str | None = None
+    server = mode = None
     if test_list:
         dirs = [root / AGGREGATED_CONFIG_DIR, root / DISAGGREGATED_CONFIG_DIR]
         test_id = parse_perf_test_id(test_list, dirs)
