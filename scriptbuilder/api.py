@@ -1,11 +1,9 @@
 """The Python API: ``build(request) -> BuiltJob``, pure until ``BuiltJob.write()``.
 
-A build follows the procedure in order: the request, its context (the Slurm
-environment, an earlier job_spec.json), Step 1 (image), Step 2 (mounts), the
-Slurm parameters, then the route (:mod:`scriptbuilder.job.route`) and the
-:class:`~scriptbuilder.job.builder.JobBuilder`, where the workflow is resolved
-(Step 3) and meets its scenario: the script, ``job_spec.json`` (Step 5) and the
-report (Step 6).
+A build follows the procedure: the request and its context (the Slurm environment,
+an earlier job_spec.json), the image (Step 1), the mounts (Step 2), the Slurm
+parameters, the route (:mod:`scriptbuilder.job.route`), then the
+:class:`~scriptbuilder.job.builder.JobBuilder`.
 """
 
 from __future__ import annotations
@@ -46,8 +44,7 @@ __all__ = [
 
 
 def load_request(data: Mapping[str, Any] | BuildRequest) -> BuildRequest:
-    """``data`` checked by the request model; problems become one-line
-    :class:`BuildError` messages naming the field."""
+    """``data`` checked by the request model (one-line :class:`BuildError` messages)."""
     if isinstance(data, BuildRequest):
         return data
     if not isinstance(data, Mapping):
@@ -57,43 +54,8 @@ def load_request(data: Mapping[str, Any] | BuildRequest) -> BuildRequest:
     return validated(BuildRequest, dict(data), "request field", "fix its value")
 
 
-def _context(
-    request: BuildRequest,
-    environ: Mapping[str, str] | None,
-    machine: Callable[[], str] | None,
-    env_info: EnvInfo | None,
-    clock: Callable[[], datetime] | None,
-    ssh: Runner | None,
-) -> Context:
-    """The build's inputs: the request (with the remote paths an earlier
-    job_spec.json holds), checked, and the Slurm environment."""
-    ctx = Context(
-        request=request, env_info=env_info, environ=os.environ if environ is None else environ
-    )
-    if machine is not None:
-        ctx.machine = machine
-    if clock is not None:
-        ctx.clock = clock
-    if ssh is not None:
-        ctx.ssh = ssh
-    if not request.work_dir.startswith("/"):
-        raise BuildError(
-            f"work_dir must be an absolute path, got {request.work_dir!r}; pass an absolute path"
-        )
-    _read_earlier_job_spec(ctx)
-    _check_inputs(ctx.request)
-    if ctx.is_slurm:
-        req = ctx.request
-        path = req.slurm_env_file or posixpath.join(req.work_dir, "slurm_env.json")
-        ctx.slurm_env, ctx.slurm_env_raw = load_slurm_env(path)
-        rule = "slurm_env_file" if req.slurm_env_file else "<work_dir>/slurm_env.json"
-        ctx.trace.chose("slurm_env", path, rule)
-    return ctx
-
-
 def _read_earlier_job_spec(ctx: Context) -> None:
-    """An existing <work_dir>/job_spec.json is an input: remote paths come from it
-    when the request has none (the request wins), and its other keys are kept."""
+    """Remote paths from an earlier <work_dir>/job_spec.json when the request has none."""
     found = read_earlier_job_spec(ctx.request.work_dir)
     if found is None:
         return
@@ -143,11 +105,30 @@ def build(
     clock: Callable[[], datetime] | None = None,
     ssh: Runner | None = None,
 ) -> BuiltJob:
-    """Resolve ``request`` into a script, a job spec and a report. Reads input
-    files (slurm_env, an earlier job_spec.json, test files, properties) but writes
-    nothing. ``ssh`` runs ``ssh HOST 'echo $HOME'`` when the remote home must be
-    asked (see :mod:`scriptbuilder.inputs.remote_home`)."""
-    ctx = _context(load_request(request), environ, machine, env_info, clock, ssh)
+    """Resolve ``request`` into a script, a job spec and a report; reads input files
+    but writes nothing. ``ssh`` asks the remote home (:mod:`scriptbuilder.inputs.remote_home`)."""
+    req = load_request(request)
+    ctx = Context(
+        request=req, env_info=env_info, environ=os.environ if environ is None else environ
+    )
+    if machine is not None:
+        ctx.machine = machine
+    if clock is not None:
+        ctx.clock = clock
+    if ssh is not None:
+        ctx.ssh = ssh
+    if not req.work_dir.startswith("/"):
+        raise BuildError(
+            f"work_dir must be an absolute path, got {req.work_dir!r}; pass an absolute path"
+        )
+    _read_earlier_job_spec(ctx)
+    _check_inputs(ctx.request)
+    if ctx.is_slurm:
+        req = ctx.request
+        path = req.slurm_env_file or posixpath.join(req.work_dir, "slurm_env.json")
+        ctx.slurm_env, ctx.slurm_env_raw = load_slurm_env(path)
+        rule = "slurm_env_file" if req.slurm_env_file else "<work_dir>/slurm_env.json"
+        ctx.trace.chose("slurm_env", path, rule)
     image, mounts = resolve_image(ctx), resolve_mounts(ctx)
     target = resolve_slurm_target(ctx) if ctx.is_slurm else None
     return JobBuilder.job(ctx, choose_route(ctx, image, mounts, target))
@@ -157,8 +138,7 @@ def build(
 class BuildResult:
     """One request of :func:`build_many`: its job, or the error that refused it."""
 
-    #: The request's position in the input (from 0).
-    index: int
+    index: int  # the request's position in the input, from 0
     job: BuiltJob | None = None
     error: BuildError | None = None
 
@@ -175,10 +155,8 @@ def build_many(
     env_info: EnvInfo | None = None,
     clock: Callable[[], datetime] | None = None,
 ) -> list[BuildResult]:
-    """:func:`build` for every request, in order, in this process: a sweep of
-    thousands of jobs pays the start-up once. A refused request becomes a result
-    carrying its :class:`BuildError` and the next one is still built. Writes
-    nothing; call ``result.job.write()`` for the jobs to keep."""
+    """:func:`build` for every request, in order; a refused request's result carries
+    its :class:`BuildError` and the next is still built. Writes nothing."""
     results = []
     for index, request in enumerate(requests):
         try:

@@ -1,10 +1,8 @@
-"""Perf-sanity / benchmark config YAMLs and perf-sanity test ids, as read from
-a TensorRT-LLM checkout (what they mean for a job: :mod:`scriptbuilder.workflows.perf_sanity`).
-"""
+"""Perf-sanity config YAMLs and test ids as read from a TensorRT-LLM checkout
+(what they mean for a job: :mod:`scriptbuilder.workflows.perf_sanity`)."""
 
 from __future__ import annotations
 
-import copy
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,10 +15,6 @@ class PerfConfigError(ValueError):
     """A config YAML that cannot be used; the message names the file and the fix."""
 
 
-def _one_line(text: object) -> str:
-    return " ".join(str(text).split())
-
-
 @dataclass
 class PerfConfig:
     path: Path
@@ -31,7 +25,6 @@ class PerfConfig:
 
 
 def load_perf_config(path: Path) -> PerfConfig:
-    """Read and check a perf-sanity config YAML (errors are one-line ``PerfConfigError``)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -41,13 +34,14 @@ def load_perf_config(path: Path) -> PerfConfig:
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise PerfConfigError(
-            f"{path}: cannot read config YAML ({_one_line(exc)}); check the path and permissions"
+            f"{path}: cannot read config YAML ({' '.join(str(exc).split())}); check the path and"
+            " permissions"
         ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise PerfConfigError(
-            f"{path}: not valid YAML ({_one_line(exc)}); fix the file's syntax"
+            f"{path}: not valid YAML ({' '.join(str(exc).split())}); fix the file's syntax"
         ) from None
     if not isinstance(data, dict):
         raise PerfConfigError(
@@ -76,9 +70,9 @@ def load_perf_config(path: Path) -> PerfConfig:
 
 
 def derive_accuracy_config(base: Path) -> str:
-    """YAML text of ``base`` with ``accuracy.enable_accuracy_test: true`` (deterministic)."""
+    """YAML text of ``base`` with ``accuracy.enable_accuracy_test: true``."""
     config = load_perf_config(base)
-    data = copy.deepcopy(config.raw)
+    data = config.raw  # a fresh load, owned here
     accuracy = data.get("accuracy")
     if accuracy is None:
         accuracy = data["accuracy"] = {}
@@ -91,10 +85,6 @@ def derive_accuracy_config(base: Path) -> str:
     return yaml.safe_dump(data, sort_keys=False)
 
 
-# --------------------------------------------------------------------------
-# Perf-sanity test ids
-# --------------------------------------------------------------------------
-
 AGGREGATED_CONFIG_DIR = "tests/scripts/perf-sanity/aggregated"
 DISAGGREGATED_CONFIG_DIR = "tests/scripts/perf-sanity/disaggregated"
 
@@ -104,12 +94,9 @@ _TIMEOUT_SUFFIX = re.compile(r"\s+TIMEOUT\s*\(\d+\)\s*$")
 
 @dataclass(frozen=True)
 class PerfTestId:
-    """``perf/test_perf_sanity.py::test_e2e[<prefix>-...]`` taken apart.
-
-    ``kind`` is ``aggr`` or ``disagg`` (the prefix without ``_upload``);
-    ``mode`` is ``e2e``/``gen_only`` for ``disagg-<mode>-<stem>``, ``ctx_only``
-    for ``aggr-ctx_only-<stem>`` and None for plain ``aggr-<stem>[-<server>]``.
-    """
+    """``perf/test_perf_sanity.py::test_e2e[<kind>[_upload]-...]`` taken apart; ``mode``
+    is ``e2e``/``gen_only`` (``disagg-<mode>-<stem>``), ``ctx_only``
+    (``aggr-ctx_only-<stem>``) or None (``aggr-<stem>[-<server>]``)."""
 
     kind: str
     mode: str | None
@@ -120,7 +107,6 @@ class PerfTestId:
 
     @property
     def config_dir(self) -> str:
-        """Folder of the config YAML, relative to the TensorRT-LLM root."""
         if self.kind == "aggr" and self.mode != "ctx_only":
             return AGGREGATED_CONFIG_DIR
         return DISAGGREGATED_CONFIG_DIR
@@ -130,22 +116,11 @@ class PerfTestId:
         return f"{self.config_dir}/{self.config_stem}.yaml"
 
 
-def _stem_exists(stem: str, dirs: list[Path]) -> bool:
-    return any((d / f"{stem}{ext}").is_file() for d in dirs for ext in (".yaml", ".yml"))
-
-
 def parse_perf_test_id(test: str, config_dirs: list[Path] | None = None) -> PerfTestId | None:
-    """Parse a perf-sanity test id; None when ``test`` is not one.
-
-    Aggregated e2e ids are ``aggr-<stem>`` or ``aggr-<stem>-<server>``, and both
-    parts may contain ``-``.  With ``config_dirs``, the longest prefix of
-    ``<stem>-<server>`` that names an existing ``<prefix>.yaml``/``.yml`` in one
-    of the folders is the stem (the rest, if any, the server name).  Without
-    folders, or when no prefix exists as a file, the text is split at its last
-    ``-`` (no ``-``: a stem without a server name).  Other forms carry no server
-    name, so their whole remainder is the stem.  A trailing ``TIMEOUT (N)`` is
-    ignored.
-    """
+    """A perf-sanity test id (a trailing ``TIMEOUT (N)`` ignored); None when ``test``
+    is not one. In ``aggr-<stem>-<server>`` both parts may contain ``-``: the stem
+    is the longest prefix naming a ``.yaml``/``.yml`` in ``config_dirs``, else the
+    text before the last ``-``."""
     match = _TEST_ID.search(_TIMEOUT_SUFFIX.sub("", test.strip()))
     if match is None:
         return None
@@ -164,13 +139,10 @@ def parse_perf_test_id(test: str, config_dirs: list[Path] | None = None) -> Perf
         return PerfTestId(kind, None, rest, None, upload, label)  # older ids: no mode
     if rest.startswith("ctx_only-") and len(rest) > len("ctx_only-"):
         return PerfTestId(kind, "ctx_only", rest[len("ctx_only-") :], None, upload, label)
-    if config_dirs:
-        cuts = [len(rest)] + [i for i in range(len(rest) - 1, 0, -1) if rest[i] == "-"]
-        for cut in cuts:
-            if _stem_exists(rest[:cut], config_dirs):
-                server = rest[cut + 1 :] or None
-                return PerfTestId(kind, None, rest[:cut], server, upload, label)
-    stem, sep, server = rest.rpartition("-")
-    if not sep or not stem or not server:
-        return PerfTestId(kind, None, rest, None, upload, label)
-    return PerfTestId(kind, None, stem, server, upload, label)
+    cuts = [len(rest)] + [i for i in range(len(rest) - 1, 0, -1) if rest[i] == "-"]
+    files = [(d, ext) for d in config_dirs or [] for ext in (".yaml", ".yml")]
+    cut = next((c for c in cuts if any((d / f"{rest[:c]}{e}").is_file() for d, e in files)), None)
+    if cut is None:
+        stem, sep, server = rest.rpartition("-")
+        cut = len(stem) if sep and stem and server else len(rest)
+    return PerfTestId(kind, None, rest[:cut], rest[cut + 1 :] or None, upload, label)

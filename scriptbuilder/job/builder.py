@@ -1,6 +1,6 @@
-"""The one place a scenario meets a workflow: a job's script tree and, for a
-request, its :class:`~scriptbuilder.outputs.built_job.BuiltJob`: the script or
-the submit.py run, ``job_spec.json`` (procedure Step 5) and the report (Step 6)."""
+"""Where a scenario meets a workflow: the script tree and a request's
+:class:`~scriptbuilder.outputs.built_job.BuiltJob` (the script or the submit.py
+run, ``job_spec.json`` (procedure Step 5) and the report (Step 6))."""
 
 from __future__ import annotations
 
@@ -40,9 +40,8 @@ DOCKER_SCRIPT = "docker_cmd.sh"
 
 @dataclass(frozen=True)
 class JobBuilder:
-    """``workflow`` says what runs, with the workload ``shape``; ``scenario`` says how
-    (and which task layout the steps get: one process under Docker). ``install``
-    False leaves out the workflow's install step."""
+    """``workflow`` says what runs on ``shape``; ``scenario`` says how (and which task
+    layout the steps get: one process under Docker)."""
 
     scenario: Scenario
     workflow: Workflow
@@ -53,19 +52,16 @@ class JobBuilder:
         return self.workflow.plan(self.scenario.step_shape(self.shape), install=self.install)
 
     def build(self) -> SbatchScript | ShellScript:
-        """The script tree."""
         return self.scenario.assemble(self.plan())
 
     def render(self) -> str:
-        """The script text (the tree through the one renderer)."""
         return render(self.build())
 
     @staticmethod
     def job(ctx: Context, route: Route) -> BuiltJob:
-        """The job of ``ctx.request``: its workflow resolved on ``route``, met with
-        the route's scenario."""
-        workload = route.resolve(ctx)
-        image, mounts, target = route.place.image, route.place.mounts, route.place.target
+        """The job of ``ctx.request`` on its ``route``."""
+        place, workload = route
+        image, mounts, target = place.image, place.mounts, place.target
         if isinstance(workload.workflow, PerfSanityWorkflow):
             assert target is not None  # the route sends only Slurm requests there
             return _submit_job(ctx, image, target, workload, workload.workflow)
@@ -75,7 +71,6 @@ class JobBuilder:
 
 
 def render_report(spec: dict[str, Any], spec_path: str, script: str) -> str:
-    """Procedure Step 6."""
     lines = [
         f"Generated: {spec_path}",
         f"Script: {script}",
@@ -93,7 +88,6 @@ def _header(ctx: Context, kind: str) -> tuple[str]:
 
 
 def _job_spec(ctx: Context, job_name: str, image: str, workload: Workload, **fields: Any) -> Any:
-    """The fields every scenario shares, plus the scenario's own."""
     workflow = workload.workflow
     shared = dict(
         job_name=job_name,
@@ -112,7 +106,6 @@ def _job_spec(ctx: Context, job_name: str, image: str, workload: Workload, **fie
 
 
 def _check_counts(ctx: Context, target: SlurmTarget, nodes: int, ntasks: int) -> None:
-    """Nodes and tasks the partition in use (from slurm_env.json) can hold."""
     partitions = ctx.slurm_env.partitions if ctx.slurm_env is not None else []
     check_counts(
         nodes,
@@ -140,7 +133,6 @@ def _slurm_params(
 
 
 def _install(ctx: Context) -> bool:
-    """Whether the script installs the project first (``skip_install`` says no)."""
     if ctx.request.skip_install:
         ctx.trace.chose("install step", "left out", "skip_install: true")
         return False
@@ -156,9 +148,7 @@ def _built(
     files: tuple[OutputFile, ...],
     submit: SubmitRun | None = None,
 ) -> BuiltJob:
-    """The BuiltJob, with job_spec.json after the other files; the script is
-    readable by its owner only when it carries a secret value; job_spec.json, the
-    report and the warnings show the request's secrets as ``***``."""
+    """job_spec.json comes last; a script carrying a secret value is its owner's only."""
     secrets = request_secrets(ctx.request)
     if text:
         mode = 0o700 if mask(text, secrets) != text else 0o755
@@ -186,12 +176,11 @@ def _built(
 def _slurm_job(
     ctx: Context, image: str, mounts: Mounts, target: SlurmTarget, workload: Workload
 ) -> BuiltJob:
-    """Categories 2, 3, 5 and 6: a batch script of srun steps."""
     req = ctx.request
     workflow, model, shape = workload.workflow, workload.model_name, workload.shape
     _check_counts(ctx, target, shape.nodes, shape.ntasks)
     gres = gres_flag(ctx, target, workload.required_devices if workload.exact_devices else None)
-    # The log files and the container are named after the model, the job as asked.
+    # The logs, the script and the container are named after the model, the job as asked.
     log_name = workflow.job_name(model)
     job_name = ctx.trace.chose(
         "job_name",
@@ -223,7 +212,7 @@ def _slurm_job(
         OutputFile(posixpath.join(req.work_dir, name), content, 0o755)
         for name, content in workflow.extra_files()
     )
-    script_path = posixpath.join(req.work_dir, workflow.script_name(model))
+    script_path = posixpath.join(req.work_dir, f"{log_name}.slurm")
     persistent = req.execution_scenario == "local_slurm" and req.persistent_mode is not False
     spec = _job_spec(
         ctx,
@@ -244,7 +233,6 @@ def _slurm_job(
 
 
 def _docker_job(ctx: Context, image: str, mounts: Mounts, workload: Workload) -> BuiltJob:
-    """Category 1: one ``docker run`` in ``docker_cmd.sh``."""
     req = ctx.request
     workflow, model = workload.workflow, workload.model_name
     container = DockerContainer(
@@ -273,7 +261,6 @@ def _docker_job(ctx: Context, image: str, mounts: Mounts, workload: Workload) ->
 def _submit_job(
     ctx: Context, image: str, target: SlurmTarget, workload: Workload, workflow: PerfSanityWorkflow
 ) -> BuiltJob:
-    """Category 4: submit.py writes the launch script when the job is written."""
     req, shape = ctx.request, workload.shape
     if req.skip_install:
         ctx.trace.warn(

@@ -4,7 +4,7 @@ eval wider than one node run as an accuracy benchmark)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.resolution.context import Context
@@ -18,56 +18,39 @@ from scriptbuilder.workflows.eval import EvalWorkflow
 from scriptbuilder.workflows.perf_sanity import PerfSanityWorkflow
 from scriptbuilder.workflows.pytest_workflow import PytestWorkflow
 
-#: The workflow of each ``workflow_type`` (a perf-sanity pytest request is
-#: recognised by :meth:`PerfSanityWorkflow.wanted`).
+#: The Slurm workflows (perf-sanity requests: :meth:`PerfSanityWorkflow.wanted`).
 WORKFLOWS: dict[str, type[Workflow]] = {
     "pytest": PytestWorkflow,
     "eval": EvalWorkflow,
     "bench": BenchWorkflow,
     "custom": CustomWorkflow,
-    "perf_sanity": PerfSanityWorkflow,
-    "benchmark": PerfSanityWorkflow,
 }
 
 
-@dataclass(frozen=True)
-class Route:
-    """The workflow and where it runs (``place.target`` is None under Docker);
-    with ``eval_model`` set, an eval wider than one node runs as an accuracy
-    benchmark through submit.py."""
+class Route(NamedTuple):
+    """The resolved workload and where it runs (``place.target`` is None under Docker)."""
 
-    workflow: type[Workflow]
     place: Placement
-    eval_model: str | None = None
-
-    def resolve(self, ctx: Context) -> Workload:
-        """The workflow resolved where it runs."""
-        if self.eval_model is not None:
-            return PerfSanityWorkflow.resolve_run(ctx, self.place, self.eval_model)
-        return self.workflow.resolve(ctx, self.place)
+    workload: Workload
 
 
 def choose_route(ctx: Context, image: str, mounts: Mounts, target: SlurmTarget | None) -> Route:
-    """From the validated request, the image and mounts, and the Slurm ``target``
-    (None under Docker)."""
+    """``target`` is None under Docker."""
     req = ctx.request
     place = Placement.of(ctx, image, mounts, target)
     workflow = (
         PerfSanityWorkflow if PerfSanityWorkflow.wanted(ctx) else WORKFLOWS[req.workflow_type]
     )
     if workflow is PerfSanityWorkflow and target is None:
-        what = (
-            f"workflow_type {req.workflow_type}"
-            if req.workflow_type != "pytest"
-            else "a perf-sanity test_cmd"
-        )
+        kind = req.workflow_type
+        what = f"workflow_type {kind}" if kind != "pytest" else "a perf-sanity test_cmd"
         raise BuildError(
             f"{what} needs Slurm (submit.py writes a Slurm launch script); use "
             "execution_scenario local_slurm or remote_slurm"
         )
     wide = EvalWorkflow.wider_than_a_node(ctx, place) if workflow is EvalWorkflow else None
     if wide is None:
-        return Route(workflow, place)
+        return Route(place, workflow.resolve(ctx, place))
     world, gpn = wide
     if target is None:
         raise BuildError(
@@ -80,4 +63,4 @@ def choose_route(ctx: Context, image: str, mounts: Mounts, target: SlurmTarget |
         f"eval world size {world} exceeds gpus_per_node {gpn}: "
         "running it as an accuracy benchmark through submit.py"
     )
-    return Route(PerfSanityWorkflow, place, EvalWorkflow.fallback_model_name(ctx))
+    return Route(place, PerfSanityWorkflow.resolve(ctx, place, EvalWorkflow.sized(ctx)[3]))

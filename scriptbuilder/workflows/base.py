@@ -12,16 +12,13 @@ from scriptbuilder.resolution.mpi import clears_mpi_env
 from scriptbuilder.resolution.workloads import Placement
 from scriptbuilder.script.plan import Step, TaskShape, WorkflowPlan
 from scriptbuilder.script.render import render_command
-from scriptbuilder.script.tree import Command, If, Run, ScriptText, Statement, Var, Word
+from scriptbuilder.script.tree import Command, Run, ScriptText, Statement, Var, Word
 
 LLMAPI_LAUNCH = "trtllm-llmapi-launch"
-
-#: The shell variable a step gathers the user's command in; it is unset before
-#: the command runs, so the command sees the shell as it would at a prompt.
 COMMAND_VAR = "__sb_command"
-# ``printf -v`` joins the pieces (the step's arguments, see command_args),
-# ``set --`` leaves the command no positional parameters of its own (``$#`` is
-# 0), and eval runs the command after the variable holding it is unset.
+# ``printf -v`` joins the pieces (see command_args), ``set --`` leaves the command
+# no positional parameters of its own, and eval runs the command after the
+# variable holding it is unset, so it sees the shell as it would at a prompt.
 _RUN_USER_COMMAND: tuple[Statement, ...] = (
     Run(Command.of("printf", "-v", COMMAND_VAR, "%s", Word.of(Var("@")))),
     Run(Command.of("set", "--")),
@@ -38,17 +35,9 @@ INSTALL_BODY: tuple[Statement, ...] = (
 )
 
 
-def starts_with_launcher(command: str) -> bool:
-    first = command.lstrip().split(maxsplit=1)
-    return bool(first) and first[0].rsplit("/", 1)[-1] == LLMAPI_LAUNCH
-
-
 def command_args(command: str) -> tuple[str, ...]:
-    """``command`` as step arguments: pieces of at most :data:`MAX_ARG_BYTES`
-    bytes each, which the step joins again, so a command longer than one
-    argument can carry still reaches the shell whole."""
-    if len(command) * 4 <= MAX_ARG_BYTES:  # no UTF-8 character takes more than 4 bytes
-        return (command,)
+    """``command`` in pieces of at most :data:`MAX_ARG_BYTES` bytes, which the step
+    joins again, so a command longer than one argument can carry reaches the shell."""
     data = command.encode("utf-8", "surrogatepass")
     pieces = []
     start = 0
@@ -58,56 +47,44 @@ def command_args(command: str) -> tuple[str, ...]:
             end -= 1
         pieces.append(data[start:end].decode("utf-8", "surrogatepass"))
         start = end
-    return tuple(pieces)
+    return tuple(pieces) or (command,)
 
 
 def user_command_step(
     label: str, command: str, shape: TaskShape, *, launcher: bool = False
 ) -> Step:
-    """A step running ``command`` as a shell command line, exactly as the user wrote
-    it (passed as the step's arguments, see :func:`command_args`; it runs with no
-    positional parameters); with ``launcher``, under ``trtllm-llmapi-launch`` when
-    the step has several tasks and the command does not start with it already."""
-    wrap = launcher and shape.ntasks > 1 and not starts_with_launcher(command)
+    """A step running ``command`` exactly as the user wrote it; with ``launcher``,
+    under ``trtllm-llmapi-launch`` when the step has several tasks and the command
+    does not start with it already."""
+    first = command.lstrip().split(maxsplit=1)
+    launched = bool(first) and first[0].rsplit("/", 1)[-1] == LLMAPI_LAUNCH
+    wrap = launcher and shape.ntasks > 1 and not launched
     shown = render_command(Command.of(*_LAUNCH_WORDS, command, "workload")) if wrap else command
-    return Step(
-        label=label,
-        body=_RUN_UNDER_LAUNCHER if wrap else _RUN_USER_COMMAND,
-        shape=shape,
-        args=command_args(command),
-        clear_mpi_env=clears_mpi_env(shape),
-        command=shown,
-    )
+    body = _RUN_UNDER_LAUNCHER if wrap else _RUN_USER_COMMAND
+    return Step(label, body, shape, command_args(command), clears_mpi_env(shape), shown)
 
 
 @dataclass(frozen=True)
 class Workload:
-    """A resolved workflow and the size of its job."""
-
     workflow: Workflow
     model_name: str
     required_devices: int
     node_count: int
     shape: TaskShape
-    #: The tests run only with exactly ``required_devices`` GPUs visible.
-    exact_devices: bool = False
-    #: Where ``required_devices`` came from (pytest: the deciding evidence).
-    devices_source: str | None = None
+    exact_devices: bool = False  # the tests run only with exactly these GPUs visible
+    devices_source: str | None = None  # pytest: the deciding evidence
 
 
 class Workflow(ABC):
-    """A kind of workload. Subclasses resolve it from a request (:meth:`resolve`)
-    and say what to install and which steps to run.
-
-    ``kind`` is the ``workflow_type`` written to ``job_spec.json``;
-    ``job_suffix`` names the job (``<model>_<suffix>``) and the script.
-    """
+    """A kind of workload, resolved from a request (:meth:`resolve`). ``kind`` is
+    the ``workflow_type`` in ``job_spec.json``; ``job_suffix`` names the job
+    (``<model>_<suffix>``) and the script."""
 
     kind: ClassVar[str]
     job_suffix: ClassVar[str]
-    script_suffix: ClassVar[str] = ".slurm"
     success_patterns: ClassVar[tuple[str, ...]] = ("passed",)
     failure_patterns: ClassVar[tuple[str, ...]] = ("FAILED", "ERROR")
+    install_body: ClassVar[tuple[Statement, ...]] = INSTALL_BODY
 
     @classmethod
     @abstractmethod
@@ -115,39 +92,22 @@ class Workflow(ABC):
         """The workflow of ``ctx.request`` and its job size (procedure Step 3)."""
 
     def extra_files(self) -> tuple[tuple[str, str], ...]:
-        """Files the job needs in work_dir besides the script: (name, text)."""
+        """(name, text) of the files the job needs in work_dir besides the script."""
         return ()
 
     def job_name(self, model_name: str) -> str:
         return f"{model_name}_{self.job_suffix}"
 
-    def script_name(self, model_name: str) -> str:
-        return f"{model_name}_{self.job_suffix}{self.script_suffix}"
-
-    def install_body(self) -> tuple[Statement, ...]:
-        """Installs the project in the container before the workload runs."""
-        return INSTALL_BODY
-
-    def install_step(self, shape: TaskShape) -> Step:
-        """One install task on every node, in the same named container."""
-        per_node = TaskShape(nodes=shape.nodes, ntasks=shape.nodes, ntasks_per_node=1)
-        return Step(label="install the project", body=self.install_body(), shape=per_node)
-
     def env(self) -> tuple[tuple[str, str], ...]:
-        """Variables exported in the batch script before the steps."""
         return ()
 
     @abstractmethod
-    def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:
-        """The steps after the install step."""
+    def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]: ...
 
     def plan(self, shape: TaskShape, *, install: bool = True) -> WorkflowPlan:
-        """The exports and the steps; the install step first unless ``install`` is False
-        (the image already holds the project)."""
-        install_steps = (self.install_step(shape),) if install else ()
-        return WorkflowPlan(env=self.env(), steps=(*install_steps, *self.workload_steps(shape)))
-
-
-def optional_requirements(path: str) -> If:
-    """``pip install -r <path>`` when the file exists."""
-    return If(Command.of("[", "-f", path, "]"), (Run(Command.of("pip", "install", "-r", path)),))
+        """The exports and the steps; first one install task on every node unless
+        ``install`` is False (the image already holds the project)."""
+        per_node = TaskShape(nodes=shape.nodes, ntasks=shape.nodes, ntasks_per_node=1)
+        install_step = Step(label="install the project", body=self.install_body, shape=per_node)
+        steps = (install_step,) if install else ()
+        return WorkflowPlan(env=self.env(), steps=(*steps, *self.workload_steps(shape)))

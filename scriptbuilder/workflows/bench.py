@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.command_args import model_name_from, parse_bench_cmd
 from scriptbuilder.resolution import workloads
@@ -11,17 +13,16 @@ from scriptbuilder.script.plan import Step, TaskShape
 from scriptbuilder.workflows.base import Workflow, Workload, user_command_step
 
 
+@dataclass(frozen=True)
 class BenchWorkflow(Workflow):
-    """``prep_cmd`` and ``run_cmd`` are the two halves of ``bench_cmd`` split at
-    its top-level ``&&`` (``prep_cmd`` empty when there is none)."""
+    """``bench_cmd`` split at its top-level ``&&`` (``prep_cmd`` empty without one)."""
 
     kind = "bench"
     job_suffix = "bench"
     success_patterns = ("token/s", "throughput")
 
-    def __init__(self, prep_cmd: str, run_cmd: str) -> None:
-        self.prep_cmd = prep_cmd
-        self.run_cmd = run_cmd
+    prep_cmd: str
+    run_cmd: str
 
     @classmethod
     def resolve(cls, ctx: Context, place: Placement) -> Workload:

@@ -22,44 +22,18 @@ from scriptbuilder.resolution.workloads import (
 )
 from scriptbuilder.script.plan import Step, TaskShape
 from scriptbuilder.script.render import quote_literal
-from scriptbuilder.script.tree import Command, Run, Statement, Var
+from scriptbuilder.script.tree import Command, Run, Var
 from scriptbuilder.workflows.base import Workflow, Workload
 
 RUN_SCRIPT_NAME = "slurm_run_custom.sh"
-#: The run script shipped with scriptbuilder.
 PACKAGED_RUN_SCRIPT = Path(__file__).resolve().parent.parent / "data" / RUN_SCRIPT_NAME
-_RUN_PACKAGED: tuple[Statement, ...] = (Run(Command.of("bash", "-c", Var("1"), RUN_SCRIPT_NAME)),)
-_RUN_FILE: tuple[Statement, ...] = (Run(Command.of("bash", Var("1"))),)
-
-
-def packaged_run_script() -> str:
-    """The packaged run script's text."""
-    return PACKAGED_RUN_SCRIPT.read_text(encoding="utf-8")
-
-
-def _remote_run_script(ctx: Context, place: Placement) -> str:
-    """The run script's path on the cluster: copied there from work_dir by the
-    remote executor (it is one of the job's ``extra_files``)."""
-    remote = posixpath.join(ctx.request.remote_work_dir or "", RUN_SCRIPT_NAME)
-    if not covered(remote, place.mounts.host_sources()):
-        raise BuildError(
-            f"remote_work_dir {ctx.request.remote_work_dir} is not inside a container mount, so "
-            "the custom run script copied there would be invisible in the container; use a "
-            "remote_work_dir under remote_repo_path"
-        )
-    return ctx.trace.chose("run script", remote, "packaged run script, copied to remote_work_dir")
 
 
 @dataclass(frozen=True)
 class CustomWorkflow(Workflow):
-    """Exports ``CUSTOM_COMMAND``, ``CUSTOM_ENV``, ``CUSTOM_WORKDIR`` and ``llmSrcNode``.
-
-    The run script applies ``CUSTOM_ENV``, changes to ``CUSTOM_WORKDIR`` and
-    runs ``CUSTOM_COMMAND`` once. With ``run_script`` None the packaged run
-    script travels inside the batch script itself, so no file has to be
-    visible in the container; otherwise ``bash <run_script>`` runs that file
-    (a copy of the packaged one, written to work_dir with the script).
-    """
+    """The run script applies ``CUSTOM_ENV``, changes to ``CUSTOM_WORKDIR`` and runs
+    ``CUSTOM_COMMAND`` once; with ``run_script`` None it travels inside the batch
+    script, otherwise ``bash <run_script>`` runs a copy written to work_dir."""
 
     kind = "custom"
     job_suffix = "custom"
@@ -76,7 +50,19 @@ class CustomWorkflow(Workflow):
     @classmethod
     def resolve(cls, ctx: Context, place: Placement) -> Workload:
         req, trace = ctx.request, ctx.trace
-        run_script = _remote_run_script(ctx, place) if ctx.is_remote else None
+        run_script = None
+        if ctx.is_remote:
+            # The remote executor copies the run script (an extra file) there from work_dir.
+            remote = posixpath.join(req.remote_work_dir or "", RUN_SCRIPT_NAME)
+            if not covered(remote, place.mounts.host_sources()):
+                raise BuildError(
+                    f"remote_work_dir {req.remote_work_dir} is not inside a container mount, "
+                    "so the custom run script copied there would be invisible in the "
+                    "container; use a remote_work_dir under remote_repo_path"
+                )
+            run_script = trace.chose(
+                "run script", remote, "packaged run script, copied to remote_work_dir"
+            )
         if req.custom_script:
             command = trace.chose(
                 "custom command", f"bash {quote_literal(req.custom_script)}", "bash <custom_script>"
@@ -95,9 +81,8 @@ class CustomWorkflow(Workflow):
         )
         if nodes > 1:
             raise BuildError(
-                f"required_devices = {devices} requires {nodes} nodes (gpus_per_node = {gpn}), "
-                f"but custom commands are limited to 1 node; reduce required_devices to at most "
-                f"{gpn}"
+                f"required_devices = {devices} requires {nodes} nodes (gpus_per_node = {gpn}), but "
+                f"custom commands are limited to 1 node; reduce required_devices to at most {gpn}"
             )
         name = model_name(ctx, None, "")
         project = place.mounts.project
@@ -114,7 +99,7 @@ class CustomWorkflow(Workflow):
     def extra_files(self) -> tuple[tuple[str, str], ...]:
         if self.run_script is None:
             return ()
-        return ((RUN_SCRIPT_NAME, packaged_run_script()),)
+        return ((RUN_SCRIPT_NAME, PACKAGED_RUN_SCRIPT.read_text(encoding="utf-8")),)
 
     def env(self) -> tuple[tuple[str, str], ...]:
         return (
@@ -124,21 +109,11 @@ class CustomWorkflow(Workflow):
             ("llmSrcNode", self.project_path),
         )
 
-    def _run(self) -> tuple[tuple[Statement, ...], tuple[str, ...]]:
-        """The step body and its arguments: the run script's text or its path."""
-        if self.run_script is None:
-            return _RUN_PACKAGED, (packaged_run_script(),)
-        return _RUN_FILE, (self.run_script,)
-
     def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:
-        body, args = self._run()
-        return (
-            Step(
-                label="run the custom command",
-                body=body,
-                args=args,
-                shape=shape,
-                clear_mpi_env=clears_mpi_env(shape),
-                command=self.custom_cmd,
-            ),
-        )
+        if self.run_script is None:
+            run = Command.of("bash", "-c", Var("1"), RUN_SCRIPT_NAME)
+            args = (PACKAGED_RUN_SCRIPT.read_text(encoding="utf-8"),)
+        else:
+            run, args = Command.of("bash", Var("1")), (self.run_script,)
+        label, mpi = "run the custom command", clears_mpi_env(shape)
+        return (Step(label, (Run(run),), shape, args, mpi, command=self.custom_cmd),)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+from dataclasses import dataclass
 from pathlib import Path
 
 from scriptbuilder.inputs.command_args import (
@@ -26,20 +27,10 @@ from scriptbuilder.resolution.workloads import (
 )
 from scriptbuilder.script.plan import Step, TaskShape
 from scriptbuilder.script.render import quote_literal
-from scriptbuilder.script.tree import Statement
-from scriptbuilder.workflows.base import (
-    INSTALL_BODY,
-    Workflow,
-    Workload,
-    optional_requirements,
-    user_command_step,
-)
+from scriptbuilder.script.tree import Command, If, Run
+from scriptbuilder.workflows.base import INSTALL_BODY, Workflow, Workload, user_command_step
 
 EVAL_REQUIREMENTS = "examples/trtllm-eval/requirements.txt"
-_EVAL_INSTALL_BODY: tuple[Statement, ...] = (
-    *INSTALL_BODY,
-    optional_requirements(EVAL_REQUIREMENTS),
-)
 
 
 def _rewrite_model(ctx: Context, cmd: str, model: FlagValue, mounts: Mounts) -> str:
@@ -61,61 +52,54 @@ def _rewrite_model(ctx: Context, cmd: str, model: FlagValue, mounts: Mounts) -> 
     return replace_flag_value(cmd, model, quote_literal(target))
 
 
+def _args(ctx: Context) -> tuple[str, EvalArgs]:
+    cmd = require(ctx.request.eval_cmd, "eval_cmd", "eval")
+    return cmd, parsed(cmd, parse_eval_cmd)
+
+
+@dataclass(frozen=True)
 class EvalWorkflow(Workflow):
     kind = "eval"
     job_suffix = "eval"
     success_patterns = ("accuracy:", "score:")
+    install_body = (
+        *INSTALL_BODY,
+        If(
+            Command.of("[", "-f", EVAL_REQUIREMENTS, "]"),
+            (Run(Command.of("pip", "install", "-r", EVAL_REQUIREMENTS)),),
+        ),
+    )
 
-    def __init__(self, eval_cmd: str) -> None:
-        self.eval_cmd = eval_cmd
+    eval_cmd: str
 
     @staticmethod
-    def _args(ctx: Context) -> tuple[str, EvalArgs]:
-        cmd = require(ctx.request.eval_cmd, "eval_cmd", "eval")
-        return cmd, parsed(cmd, parse_eval_cmd)
-
-    @staticmethod
-    def _model_name(ctx: Context, args: EvalArgs) -> str:
-        derived = model_name_from(args.model.value) if args.model else None
-        return model_name(ctx, derived, "last component of --model")
-
-    @classmethod
-    def wider_than_a_node(cls, ctx: Context, place: Placement) -> tuple[int, int] | None:
-        """World size and GPUs per node, when the world does not fit on one node
-        (such an eval runs as an accuracy benchmark through submit.py)."""
-        _, args = cls._args(ctx)
+    def wider_than_a_node(ctx: Context, place: Placement) -> tuple[int, int] | None:
+        """World size and GPUs per node, when the world does not fit on one node."""
+        args = _args(ctx)[1]
         world, gpn = args.tp_size * args.pp_size, args.gpus_per_node or place.gpus_per_node
         return (world, gpn) if gpn is not None and world > gpn else None
 
-    @classmethod
-    def fallback_model_name(cls, ctx: Context) -> str:
-        """The model name of an eval run as an accuracy benchmark."""
-        _, args = cls._args(ctx)
-        ctx.trace.chose(
-            "required_devices",
-            args.tp_size * args.pp_size,
-            f"--tp_size {args.tp_size} x --pp_size {args.pp_size}",
-        )
-        return cls._model_name(ctx, args)
-
-    @classmethod
-    def resolve(cls, ctx: Context, place: Placement) -> Workload:
-        cmd, args = cls._args(ctx)
+    @staticmethod
+    def sized(ctx: Context) -> tuple[str, EvalArgs, int, str]:
+        """The command, its arguments, the world size and the model name."""
+        cmd, args = _args(ctx)
         world = ctx.trace.chose(
             "required_devices",
             args.tp_size * args.pp_size,
             f"--tp_size {args.tp_size} x --pp_size {args.pp_size}",
         )
-        name = cls._model_name(ctx, args)
+        derived = model_name_from(args.model.value) if args.model else None
+        return cmd, args, world, model_name(ctx, derived, "last component of --model")
+
+    @classmethod
+    def resolve(cls, ctx: Context, place: Placement) -> Workload:
+        cmd, args, world, name = cls.sized(ctx)
         gpus_per_node(ctx, place, args.gpus_per_node, "--gpus_per_node")
         model = args.model
         if model and model.literal and is_hf_model_id(model.value):
             cmd = _rewrite_model(ctx, cmd, model, place.mounts)
         shape = workload_shape(ctx, place, cls.kind, 1, world)
         return Workload(cls(cmd), name, world, 1, shape)
-
-    def install_body(self) -> tuple[Statement, ...]:
-        return _EVAL_INSTALL_BODY
 
     def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:
         return (user_command_step("run the evaluation", self.eval_cmd, shape, launcher=True),)

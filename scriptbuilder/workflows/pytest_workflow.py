@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import posixpath
-from dataclasses import replace
+from dataclasses import KW_ONLY, dataclass, replace
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.tests import InspectResult, inspect_tests
@@ -33,26 +33,23 @@ def _devices(ctx: Context, found: InspectResult) -> tuple[int, bool, str]:
         if need.exact:
             trace.chose("exact GPUs", devices, f"the test skips unless it sees exactly {devices}")
         return devices, need.exact, need.source
-    if req.required_devices:
-        given = trace.chose("required_devices", req.required_devices, "required_devices input")
-        return given, False, "required_devices input"
-    return trace.chose("required_devices", 1, "default"), False, "default"
+    rule = "required_devices input" if req.required_devices else "default"
+    return trace.chose("required_devices", req.required_devices or 1, rule), False, rule
 
 
+@dataclass(frozen=True)
 class PytestWorkflow(Workflow):
-    """``workdir``: where the step runs when that is not the container's working
-    directory (``cd`` first); ``visible_devices``: the ``CUDA_VISIBLE_DEVICES`` the
-    step exports when the tests need an exact GPU count nobody else enforces."""
+    """``workdir``: where the step runs (``cd`` first) when that is not the
+    container's working directory; ``visible_devices``: the ``CUDA_VISIBLE_DEVICES``
+    the step exports when the tests need an exact GPU count nobody else enforces."""
 
     kind = "pytest"
     job_suffix = "auto_test"
 
-    def __init__(
-        self, test_cmd: str, *, workdir: str | None = None, visible_devices: str | None = None
-    ) -> None:
-        self.test_cmd = test_cmd
-        self.workdir = workdir
-        self.visible_devices = visible_devices
+    test_cmd: str
+    _: KW_ONLY
+    workdir: str | None = None
+    visible_devices: str | None = None
 
     @classmethod
     def resolve(cls, ctx: Context, place: Placement) -> Workload:
@@ -64,17 +61,14 @@ class PytestWorkflow(Workflow):
         for missing in found.missing:
             if not req.allow_missing_tests:
                 raise BuildError(
-                    f"test_cmd: {missing}, so pytest would exit with 'file or directory not "
-                    "found' after the queue wait; fix the test id (or pass allow_missing_tests: "
-                    "true)"
+                    f"test_cmd: {missing}, so pytest would exit with 'file or directory not found' "
+                    "after the queue wait; fix the test id (or pass allow_missing_tests: true)"
                 )
             trace.warn(f"{missing} (allow_missing_tests)")
         workdir = None
         if found.workdir is not None:
             workdir = trace.chose(
-                "test_workdir",
-                posixpath.join(mounts.project, found.workdir),
-                found.workdir_reason,
+                "test_workdir", posixpath.join(mounts.project, found.workdir), found.workdir_reason
             )
         devices, exact, source = _devices(ctx, found)
         limit = place.gpus_per_node if ctx.is_slurm else place.available
