@@ -26,9 +26,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from scriptbuilder.inputs.tests import testdb
-from scriptbuilder.inputs.tests.devices import Found, Walk, merge, test_requirement
+from scriptbuilder.inputs.tests.devices import Walk, merge, test_requirement
 from scriptbuilder.inputs.tests.locate import STEP_DIRS, locate
-from scriptbuilder.inputs.tests.marks import keyword_filter, mark_filter
+from scriptbuilder.inputs.tests.marks import Found, keyword_filter, mark_filter
 from scriptbuilder.inputs.tests.selectors import (
     PytestCommand,
     TestId,
@@ -82,12 +82,12 @@ def _label_need(tid: TestId) -> Found | None:
     case = tid.case or ""
     if gpus := _GPUS_LABEL.search(case):
         n = int(gpus.group(1))
-        return Found(n, f"gpus:{n} label", str(tid), 0) if n >= 1 else None
+        return Found(n, f"gpus:{n} label", 0, where=str(tid)) if n >= 1 else None
     if tp := _TP_LABEL.search(case):
         pp = _PP_LABEL.search(case)
         n = int(tp.group(1)) * (int(pp.group(1)) if pp else 1)
         label = f"tp:{tp.group(1)}" + (f" x pp:{pp.group(1)}" if pp else "") + " labels"
-        return Found(n, label, str(tid), 0) if n >= 1 else None
+        return Found(n, label, 0, where=str(tid)) if n >= 1 else None
     return None
 
 

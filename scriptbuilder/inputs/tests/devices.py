@@ -1,25 +1,11 @@
 """How many GPUs one selected test (a case, a function, a class, a file) needs.
 
-Each case of a test (each combination of its parametrize decorators' cases)
-needs the largest of what every piece of evidence says:
-
-* device marks: the closest level that carries one: the case's
-  ``pytest.param(marks=...)`` > the function's decorators > its class
-  (decorators and class-body ``pytestmark``), then the class's in-file base
-  classes, then an enclosing class > the module ``pytestmark``.  Several
-  device marks on one level: the largest;
-* the body, the helpers it calls and the case's parameters and id, with the
-  case's values bound (:mod:`.evidence`); an exact-count guard makes the need
-  exact.
-
-Case ids join the parametrize decorators' id parts bottom decorator first,
-then the class's, then the module's, with ``-`` (pytest's order).  A selector
-naming a case takes the cases matching it; one naming no case (or a case that
-matches none, which adds a warning) takes the largest need over all cases; a
-class or a whole file, the largest over every test in it.  With a ``-m``
-expression, only the cases whose marks satisfy it count; with ``-k``, those
-whose names match it.
-"""
+Each case needs the largest of its device marks (the closest level carrying one: the
+case's ``pytest.param(marks=...)``, the function, its class and in-file bases, enclosing
+classes, the module) and of what :mod:`.evidence` reads.  Case ids join the parametrize
+id parts bottom decorator first, then the class's, then the module's (pytest's order).  A
+selector naming no case, or a case matching none (with a warning), takes the largest need
+over all cases; ``-m`` and ``-k`` keep only the cases they select."""
 
 from __future__ import annotations
 
@@ -30,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from scriptbuilder.inputs.tests import marks as m
 from scriptbuilder.inputs.tests.evidence import body_hits, case_hits
+from scriptbuilder.inputs.tests.marks import Found
 from scriptbuilder.inputs.tests.selectors import TestId
 from scriptbuilder.inputs.tests.source import FunctionNode, Scope, TestModule
 
@@ -37,28 +24,9 @@ from scriptbuilder.inputs.tests.source import FunctionNode, Scope, TestModule
 _MAX_COMBOS = 512
 
 
-@dataclass(frozen=True)
-class Found:
-    """A need read from a file: ``label`` on ``where``, line ``lineno``."""
-
-    devices: int
-    label: str
-    where: str
-    lineno: int
-    exact: bool = False
-    #: The file, as the selector names it (or the conftest.py it was read from).
-    file: str = ""
-
-    def source(self) -> str:
-        if not self.lineno:
-            return f"{self.label} in the test id {self.where}"
-        return f"{self.label} on {self.where} in {self.file}:{self.lineno}"
-
-
 @dataclass
 class Walk:
-    """What one lookup collects: warnings, every piece of evidence, and how many
-    cases passed the ``-m`` and ``-k`` filters (tests over mark names / keywords)."""
+    """What one lookup collects: warnings, evidence, and how many cases passed ``-m``/``-k``."""
 
     warnings: list[str] = field(default_factory=list)
     select: Callable[[set[str]], bool] | None = None
@@ -85,8 +53,8 @@ def merge(a: Found | None, b: Found | None, walk: Walk) -> Found | None:
     return hi
 
 
-def _found(hit: m.Hit | None, where: str) -> Found | None:
-    return Found(hit.devices, hit.label, where, hit.lineno, hit.exact, hit.file) if hit else None
+def _found(hit: Found | None, where: str) -> Found | None:
+    return replace(hit, where=where) if hit else None
 
 
 def _levels(scope: Scope) -> Iterator[tuple[list[ast.expr], str]]:
@@ -101,7 +69,15 @@ def _levels(scope: Scope) -> Iterator[tuple[list[ast.expr], str]]:
                 else f"{level.qualname} (base of {current.name})",
             )
         current = current.parent
-    yield scope.module.module_marks(), "module"
+    yield scope.module.root.marks, "module"
+
+
+def _inherited(scope: Scope) -> Found | None:
+    """The closest device marks above a test."""
+    for exprs, label in _levels(scope):
+        if (hit := m.best(m.hits(exprs, scope.module))) is not None:
+            return _found(hit, label)
+    return None
 
 
 def _find_func(scope: Scope, name: str) -> FunctionNode | None:
@@ -122,7 +98,7 @@ def _func_requirement(
     names: set[str] = set()
     levels = [(list(reversed(func.decorator_list)), qual), *_levels(owner)]
     for exprs, label in levels:
-        level_hits: list[m.Hit] = []
+        level_hits: list[Found] = []
         for mark, line in m.iter_marks(exprs, module):
             names.add(m.mark_name(mark)[0] or "")
             cases = m.parametrize_cases(mark, module)
@@ -185,12 +161,7 @@ def _scope_requirement(scope: Scope, walk: Walk, display: str) -> Found | None:
         if name.startswith("Test"):
             found = merge(found, _scope_requirement(cls, walk, display), walk)
             any_test = True
-    if not any_test:
-        for exprs, label in _levels(scope):
-            hit = m.best(m.hits(exprs, scope.module))
-            if hit is not None:
-                return _found(hit, label)
-    return found
+    return found if any_test else _inherited(scope)
 
 
 def test_requirement(module: TestModule, tid: TestId, walk: Walk) -> Found | None:
@@ -212,10 +183,6 @@ def test_requirement(module: TestModule, tid: TestId, walk: Walk) -> Found | Non
                 f"{kind} {name} not found in {display}; using the markers of "
                 f"{scope.qualname or 'the module'}"
             )
-            for exprs, label in _levels(scope):
-                hit = _found(m.best(m.hits(exprs, module)), label)
-                if hit is not None:
-                    return hit
-            return None
+            return _inherited(scope)
         scope = cls
     return _scope_requirement(scope, walk, display)

@@ -1,22 +1,7 @@
-"""What a test says about its GPUs beyond its device marks.
-
-* Guards: ``if <device count compared with N>: skip`` at the top of the body
-  (after simple assignments such as ``world_size = tp * pp``); ``<``, ``<=``,
-  ``>``, ``>=`` give at least N, ``!=`` (and ``not ... ==``) exactly N; ``or``
-  takes every side, ``and`` only when its other sides hold for the case.
-* Launchers: a call that starts N ranks (``spawn(..., nprocs=N)``,
-  ``world_size=N``, an MPI pool of N workers), ``mpirun -n N`` or
-  ``--tp_size N`` (x ``--pp_size``) in a command (a string or a list of words).
-* Parallel sizes: ``tensor_parallel_size`` x ``pipeline_parallel_size`` x
-  ``context_parallel_size`` (or ``tp_size``...) passed to one call or written in
-  one dict.
-* Helpers: a call of a function of the module, of its conftest.py files or of
-  the test's class, its arguments bound, is read the same way (a few levels).
-* The case: parallel-size parameters (``tp_size`` x ``pp_size`` x ``cp_size``,
-  ``world_size``, ``gpu_count``...) and labels in the case id and the test's
-  name (``tp8``, ``tp2pp2``, ``_tp4``, ``ulysses4``, ``cfg2``, ``attn2d_2x2``,
-  ``4gpus``).
-"""
+"""What a test says about its GPUs beyond its device marks: skip guards at the top of
+its body, launchers (``spawn(nprocs=N)``, ``world_size=N``, MPI pools, ``mpirun -n N``,
+``--tp_size N``), parallel sizes passed to one call or written in one dict, the helpers it
+calls (read the same way, arguments bound), and the case's parameters and id labels."""
 
 from __future__ import annotations
 
@@ -25,10 +10,9 @@ import math
 import re
 from collections.abc import Iterator
 
-from scriptbuilder.inputs.tests.marks import Hit, callee_name, int_value, is_device_count
+from scriptbuilder.inputs.tests.marks import Env, Found, callee_name, count_compare, int_value
 from scriptbuilder.inputs.tests.source import FunctionNode, Scope, TestModule
 
-Env = dict[str, ast.expr]
 _SIZES = {"tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size"}
 _SIZES |= {"tp_size", "pp_size", "cp_size", "tp", "pp", "cp", "ulysses_size", "cfg_size"}
 _WORLD = {"world_size", "gpu_count", "num_gpus", "n_gpus", "nprocs", "mpi_pool_executor"}
@@ -39,7 +23,6 @@ _LABEL = re.compile(r"(?<![A-Za-z])(tp|pp|cp|ulysses|cfg|ring)_?(\d+)(?!\d)")
 _GRID = re.compile(r"(?<![A-Za-z])attn2d_(\d+)x(\d+)")
 _GPUS = re.compile(r"(?<![A-Za-z\d])(\d+)_?gpus?(?![A-Za-z])")
 _DEPTH = 3
-_FLIP = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE, ast.NotEq: ast.NotEq}
 _OPS = {ast.Eq: "__eq__", ast.NotEq: "__ne__", ast.Lt: "__lt__", ast.Gt: "__gt__"}
 
 
@@ -75,17 +58,10 @@ def _needs(
         return _needs(cond.operand, env, module, not negated)
     if not isinstance(cond, ast.Compare) or len(cond.ops) != 1:
         return []
-    op, left, right = type(cond.ops[0]), cond.left, cond.comparators[0]
-    counts = [
-        is_device_count(env.get(n.id, n) if isinstance(n, ast.Name) else n) for n in (left, right)
-    ]
-    if counts == [False, True]:
-        op, left, right = _FLIP.get(op, op), right, left
-    elif counts != [True, False]:
+    compared = count_compare(type(cond.ops[0]), cond.left, cond.comparators[0], module, env)
+    if compared is None:
         return []
-    n = int_value(right, module, env)
-    if n is None:
-        return []
+    op, n = compared
     if negated:  # "not (count == n)": skip unless exactly n
         return [(n, True)] if op is ast.Eq else []
     found = {ast.Lt: (n, False), ast.LtE: (n + 1, False), ast.NotEq: (n, True)}.get(op)
@@ -154,10 +130,10 @@ def _callee(
 
 def body_hits(
     func: FunctionNode, params: Env, module: TestModule, owner: Scope | None, depth: int = 0
-) -> list[Hit]:
+) -> list[Found]:
     """Every device need read from ``func``'s body with ``params`` bound (see the module doc)."""
     env = dict(params)
-    out: list[Hit] = []
+    out: list[Found] = []
     where = "" if owner is None or module is owner.module else module.filename
     for stmt in func.body:
         if (
@@ -171,7 +147,7 @@ def body_hits(
         ):
             for devices, exact in _needs(stmt.test, env, module):
                 label = f"guard `{ast.unparse(stmt.test)}` ({'exactly' if exact else 'at least'}"
-                out.append(Hit(devices, f"{label} {devices})", stmt.lineno, exact, where))
+                out.append(Found(devices, f"{label} {devices})", stmt.lineno, exact, where))
     for node in ast.walk(ast.Module(body=func.body, type_ignores=[])):
         n: int | None = None
         if isinstance(node, ast.Call):
@@ -203,7 +179,7 @@ def body_hits(
         elif isinstance(node, ast.expr) and (text := _text(node, env, module)) is not None:
             label, n = f"command `{text[:60]}`", _command_size(text)
         if n is not None and n >= 1:
-            out.append(Hit(n, label, getattr(node, "lineno", func.lineno), False, where))
+            out.append(Found(n, label, getattr(node, "lineno", func.lineno), False, where))
     return out
 
 
@@ -220,15 +196,15 @@ def _calls(body: list[ast.stmt]) -> Iterator[ast.Call]:
 
 def case_hits(
     func: FunctionNode, case_id: str | None, values: Env, module: TestModule
-) -> list[Hit]:
+) -> list[Found]:
     """Parallel sizes of the case's parameters, and labels of its id and the test's name."""
-    out: list[Hit] = []
+    out: list[Found] = []
     known = {name: int_value(v, module, values) for name, v in values.items()}
     size = _product((name.split("_")[0], n) for name, n in known.items() if name in _SIZES)
     world = max([size or 0, *(n or 0 for name, n in known.items() if name in _WORLD)])
     if world >= 1:
         shown = ", ".join(f"{k}={n}" for k, n in known.items() if n and k in _SIZES | _WORLD)
-        out.append(Hit(world, f"case parameters {shown}", func.lineno))
+        out.append(Found(world, f"case parameters {shown}", func.lineno))
     for text, what in ((case_id, "case id"), (func.name, "test name")):
         if not text:
             continue
@@ -236,5 +212,5 @@ def case_hits(
         n = _product(iter([*((k, int(v)) for k, v in _LABEL.findall(text)), *grid]))
         n = max([n or 0, *(int(g) for g in _GPUS.findall(text))])
         if n >= 1:
-            out.append(Hit(n, f"{what} {text!r} labels", func.lineno))
+            out.append(Found(n, f"{what} {text!r} labels", func.lineno))
     return out

@@ -1,24 +1,14 @@
-"""Device marks and parametrized cases, read from ``ast`` nodes.
-
-* Device marks: ``skip_less_device(N)``, ``skip_less_mpi_world_size(N)``,
-  ``gpuN`` and ``skipif(<...device_count()> < N)`` (also ``<= N-1``,
-  ``N > ...`` and ``N-1 >= ...``), written ``pytest.mark.x`` or ``mark.x``, as
-  decorators, in ``pytestmark`` (a mark or a list/tuple) or in
-  ``pytest.param(..., marks=...)``.  Names bound at module level to a mark, a
-  list of marks or an int are followed.  ``skip_less_device_memory`` and every
-  other mark are no device count.
-* Case ids: a case's id part is its ``pytest.param(id=...)``, else its entry of
-  ``ids=[...]``, else pytest's auto id (``str`` of a constant, ``argname<index>``
-  for containers; ``name=value`` parts for TensorRT-LLM's
-  ``parametrize_with_ids``).  Parts that cannot be computed statically match
-  any text.
-"""
+"""Device marks (``skip_less_device(N)``, ``skip_less_mpi_world_size(N)``, ``gpuN``,
+``skipif(<device count> < N)``), parametrized cases and their pytest ids, and ``-m``/``-k``
+expressions, read from ``ast`` nodes.  Parts of an id that cannot be computed statically
+match any text."""
 
 from __future__ import annotations
 
 import ast
+import operator
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from scriptbuilder.inputs.tests.source import TestModule
@@ -26,18 +16,28 @@ from scriptbuilder.inputs.tests.source import TestModule
 _GPU_MARK = re.compile(r"gpu(\d+)")
 _COUNT_FUNCS = frozenset({"device_count", "get_device_count"})
 _MAX_NAME_DEPTH = 4
+Env = dict[str, ast.expr]
+_ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
+_ARITH[ast.FloorDiv] = operator.floordiv
+_FLIP = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE}
 
 
 @dataclass(frozen=True)
-class Hit:
-    """A device count read from the source: ``label`` on line ``lineno``."""
+class Found:
+    """A device count read from the source: ``label`` on ``where``, line ``lineno``."""
 
     devices: int
     label: str
     lineno: int
     exact: bool = False
-    #: The file, when not the test's own (a conftest.py).
+    #: The file: a conftest.py it was read from, else the test file as the selector names it.
     file: str = ""
+    where: str = ""
+
+    def source(self) -> str:
+        if not self.lineno:
+            return f"{self.label} in the test id {self.where}"
+        return f"{self.label} on {self.where} in {self.file}:{self.lineno}"
 
 
 @dataclass
@@ -94,7 +94,7 @@ def mark_names(exprs: Sequence[ast.expr], module: TestModule) -> set[str]:
 
 
 def int_value(
-    node: ast.expr, module: TestModule, env: dict[str, ast.expr] | None = None, depth: int = 0
+    node: ast.expr, module: TestModule, env: Env | None = None, depth: int = 0
 ) -> int | None:
     """An int expression of constants, names bound in ``env`` or the module, ``+ - * //``."""
     if isinstance(node, ast.Constant):
@@ -103,24 +103,33 @@ def int_value(
     if isinstance(node, ast.Name) and depth < _MAX_NAME_DEPTH:
         bound = env.get(node.id) if env and node.id in env else module.lookup(node.id)
         return int_value(bound, module, env, depth + 1) if bound is not None else None
-    if isinstance(node, ast.BinOp):
+    if isinstance(node, ast.BinOp) and (op := _ARITH.get(type(node.op))) is not None:
         left = int_value(node.left, module, env, depth)
         right = int_value(node.right, module, env, depth)
-        if left is None or right is None:
+        if left is None or right is None or (op is operator.floordiv and not right):
             return None
-        if isinstance(node.op, ast.Add):
-            return left + right
-        if isinstance(node.op, ast.Sub):
-            return left - right
-        if isinstance(node.op, ast.Mult):
-            return left * right
-        if isinstance(node.op, ast.FloorDiv) and right:
-            return left // right
+        return int(op(left, right))
     return None
 
 
 def is_device_count(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and callee_name(node.func) in _COUNT_FUNCS
+
+
+def count_compare(
+    op: type[ast.cmpop], left: ast.expr, right: ast.expr, module: TestModule, env: Env | None = None
+) -> tuple[type[ast.cmpop], int] | None:
+    """A comparison of the device count with an int, as ``(op, n)`` for ``count op n``."""
+    sides = [
+        is_device_count(env.get(n.id, n) if env and isinstance(n, ast.Name) else n)
+        for n in (left, right)
+    ]
+    if sides == [False, True]:
+        op, right = _FLIP.get(op, op), left
+    elif sides != [True, False]:
+        return None
+    n = int_value(right, module, env)
+    return None if n is None else (op, n)
 
 
 def _devices_from_condition(cond: ast.expr, module: TestModule) -> int | None:
@@ -129,23 +138,17 @@ def _devices_from_condition(cond: ast.expr, module: TestModule) -> int | None:
             cond = ast.parse(cond.value, mode="eval").body
         except SyntaxError:
             return None
-    best: int | None = None
+    needs = [0]
     for node in ast.walk(cond):
-        if not isinstance(node, ast.Compare):
-            continue
-        operands = [node.left, *node.comparators]
-        for op, left, right in zip(node.ops, operands, operands[1:], strict=False):
-            need: int | None = None
-            if is_device_count(left) and (n := int_value(right, module)) is not None:
-                need = n if isinstance(op, ast.Lt) else n + 1 if isinstance(op, ast.LtE) else None
-            elif is_device_count(right) and (n := int_value(left, module)) is not None:
-                need = n if isinstance(op, ast.Gt) else n + 1 if isinstance(op, ast.GtE) else None
-            if need is not None and need >= 1 and (best is None or need > best):
-                best = need
-    return best
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            for op, left, right in zip(node.ops, operands, operands[1:], strict=False):
+                if (found := count_compare(type(op), left, right, module)) is not None:
+                    needs.append({ast.Lt: found[1], ast.LtE: found[1] + 1}.get(found[0], 0))
+    return max(needs) or None
 
 
-def device_hit(mark: ast.expr, line: int, module: TestModule) -> Hit | None:
+def device_hit(mark: ast.expr, line: int, module: TestModule) -> Found | None:
     name, call = mark_name(mark)
     if name is None:
         return None
@@ -153,12 +156,12 @@ def device_hit(mark: ast.expr, line: int, module: TestModule) -> Hit | None:
         if call is not None and call.args:
             n = int_value(call.args[0], module)
             if n is not None and n >= 1:
-                return Hit(n, f"{name}({n})", line)
+                return Found(n, f"{name}({n})", line)
         return None
     gpu = _GPU_MARK.fullmatch(name)
     if gpu is not None:
         n = int(gpu.group(1))
-        return Hit(n, name, line) if n >= 1 else None
+        return Found(n, name, line) if n >= 1 else None
     if name == "skipif" and call is not None:
         cond = call.args[0] if call.args else None
         for kw in call.keywords:
@@ -167,30 +170,17 @@ def device_hit(mark: ast.expr, line: int, module: TestModule) -> Hit | None:
         if cond is not None:
             n = _devices_from_condition(cond, module)
             if n is not None:
-                return Hit(n, f"skipif({ast.unparse(cond)})", line)
+                return Found(n, f"skipif({ast.unparse(cond)})", line)
     return None
 
 
-def best(hits: Sequence[Hit]) -> Hit | None:
-    found: Hit | None = None
-    for hit in hits:
-        if found is None or hit.devices > found.devices:
-            found = hit
-    return found
+def best(hits: Iterable[Found]) -> Found | None:
+    return max(hits, key=lambda hit: hit.devices, default=None)
 
 
-def hits(exprs: Sequence[ast.expr], module: TestModule) -> list[Hit]:
-    out = []
-    for mark, line in iter_marks(exprs, module):
-        hit = device_hit(mark, line, module)
-        if hit is not None:
-            out.append(hit)
-    return out
-
-
-# --------------------------------------------------------------------------
-# parametrize
-# --------------------------------------------------------------------------
+def hits(exprs: Sequence[ast.expr], module: TestModule) -> list[Found]:
+    found = (device_hit(mark, line, module) for mark, line in iter_marks(exprs, module))
+    return [hit for hit in found if hit is not None]
 
 
 def _resolve_list(node: ast.expr | None, module: TestModule) -> list[ast.expr] | None:
@@ -254,15 +244,11 @@ def _is_param(node: ast.expr) -> bool:
 
 
 def _argnames(node: ast.expr | None) -> list[str] | None:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return [part.strip() for part in node.value.split(",") if part.strip()]
-    if isinstance(node, (ast.List, ast.Tuple)):
-        names = []
-        for elt in node.elts:
-            if not (isinstance(elt, ast.Constant) and isinstance(elt.value, str)):
-                return None
-            names.append(elt.value)
-        return names
+    value = _literal(node)[1] if node is not None else None
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, (list, tuple)) and all(isinstance(name, str) for name in value):
+        return list(value)
     return None
 
 
@@ -354,47 +340,39 @@ def match_case(case: str, params: list[list[Case]]) -> list[tuple[Case, ...]]:
     return found
 
 
-# --------------------------------------------------------------------------
-# -m expressions
-# --------------------------------------------------------------------------
-
-
-def _mark_expr_ok(node: ast.expr) -> bool:
+def _evaluate(node: ast.expr, names: set[str]) -> bool:
+    """pytest's ``-m``/``-k`` grammar: names, ``and``, ``or``, ``not`` (else ValueError)."""
     if isinstance(node, ast.BoolOp):
-        return all(_mark_expr_ok(value) for value in node.values)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return _mark_expr_ok(node.operand)
-    return isinstance(node, ast.Name)
-
-
-def _matches(node: ast.expr, names: set[str]) -> bool:
-    if isinstance(node, ast.BoolOp):
-        results = (_matches(value, names) for value in node.values)
+        results = [_evaluate(value, names) for value in node.values]
         return all(results) if isinstance(node.op, ast.And) else any(results)
-    if isinstance(node, ast.UnaryOp):
-        return not _matches(node.operand, names)
-    return isinstance(node, ast.Name) and node.id in names
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return not _evaluate(node.operand, names)
+    if isinstance(node, ast.Name):
+        return node.id in names
+    raise ValueError(ast.unparse(node))
+
+
+def _expression(text: str) -> ast.expr | None:
+    try:
+        tree = ast.parse(text, mode="eval").body
+        _evaluate(tree, set())
+    except (SyntaxError, ValueError):
+        return None
+    return tree
 
 
 def mark_filter(expr: str) -> Callable[[set[str]], bool] | None:
-    """pytest's ``-m`` expression (names, ``and``, ``or``, ``not``, parentheses) as a
-    test over a test's mark names; None when it is not of that form."""
-    try:
-        tree = ast.parse(expr.strip(), mode="eval").body
-    except SyntaxError:
-        return None
-    if not _mark_expr_ok(tree):
-        return None
-    return lambda names: _matches(tree, names)
+    """A ``-m`` expression as a test over a test's mark names (None: not of that form)."""
+    tree = _expression(expr.strip())
+    return None if tree is None else lambda names: _evaluate(tree, names)
 
 
 _KEYWORD_WORD = re.compile(r"\s*(\(|\)|[^\s()]+)")
 
 
 def keyword_filter(expr: str) -> Callable[[set[str]], bool] | None:
-    """pytest's ``-k`` expression as a test over a test's names (its function with
-    the case id, class, file and marks): each word matches a part of one of them,
-    case-insensitively; None when it is not of that form."""
+    """A ``-k`` expression as a test over a test's names: each word matches a part of one
+    of them, case-insensitively (None: not of that form)."""
     words: list[str] = []
     text = []
     for token in _KEYWORD_WORD.findall(expr):
@@ -403,16 +381,13 @@ def keyword_filter(expr: str) -> Callable[[set[str]], bool] | None:
         else:
             text.append(f"_{len(words)}")
             words.append(token.lower())
-    try:
-        tree = ast.parse(" ".join(text) or "_", mode="eval").body
-    except SyntaxError:
-        return None
-    if not _mark_expr_ok(tree) or not words:
+    tree = _expression(" ".join(text) or "_")
+    if tree is None or not words:
         return None
 
     def match(names: set[str]) -> bool:
         lowered = [name.lower() for name in names]
         hits = {f"_{i}" for i, word in enumerate(words) if any(word in name for name in lowered)}
-        return _matches(tree, hits)
+        return _evaluate(tree, hits)
 
     return match
