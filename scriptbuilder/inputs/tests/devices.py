@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from scriptbuilder.inputs.tests import marks as m
@@ -29,8 +29,8 @@ class Walk:
     """What one lookup collects: warnings, evidence, and how many cases passed ``-m``/``-k``."""
 
     warnings: list[str] = field(default_factory=list)
-    select: Callable[[set[str]], bool] | None = None
-    keywords: Callable[[set[str]], bool] | None = None
+    select: m.Select | None = None
+    keywords: m.Select | None = None
     selected: int = 0
     evidence: list[Found] = field(default_factory=list)
 
@@ -176,7 +176,7 @@ def test_requirement(module: TestModule, tid: TestId, walk: Walk) -> Found | Non
         func = _find_func(scope, name) if last else None
         if func is not None:
             return _func_requirement(scope, func, tid.case, walk, display)
-        cls = module.find_class(name) if scope.kind == "module" else scope.classes.get(name)
+        cls = scope.classes.get(name)
         if cls is None:
             kind = "test" if last else "class"
             walk.warnings.append(

@@ -17,6 +17,8 @@ _GPU_MARK = re.compile(r"gpu(\d+)")
 _COUNT_FUNCS = frozenset({"device_count", "get_device_count"})
 _MAX_NAME_DEPTH = 4
 Env = dict[str, ast.expr]
+#: A test over a test's mark names or keywords (``-m``, ``-k``).
+Select = Callable[[set[str]], bool]
 _ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
 _ARITH[ast.FloorDiv] = operator.floordiv
 _FLIP = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE}
@@ -81,7 +83,7 @@ def iter_marks(
         if isinstance(expr, (ast.List, ast.Tuple)):
             yield from iter_marks(expr.elts, module, depth, line)
         elif isinstance(expr, ast.Name) and depth < _MAX_NAME_DEPTH:
-            value = module.lookup(expr.id)
+            value = module.names.get(expr.id)
             if value is not None:
                 yield from iter_marks([value], module, depth + 1, line)
         else:
@@ -101,7 +103,7 @@ def int_value(
         value = node.value
         return value if isinstance(value, int) and not isinstance(value, bool) else None
     if isinstance(node, ast.Name) and depth < _MAX_NAME_DEPTH:
-        bound = env.get(node.id) if env and node.id in env else module.lookup(node.id)
+        bound = env.get(node.id) if env and node.id in env else module.names.get(node.id)
         return int_value(bound, module, env, depth + 1) if bound is not None else None
     if isinstance(node, ast.BinOp) and (op := _ARITH.get(type(node.op))) is not None:
         left = int_value(node.left, module, env, depth)
@@ -186,7 +188,7 @@ def hits(exprs: Sequence[ast.expr], module: TestModule) -> list[Found]:
 def _resolve_list(node: ast.expr | None, module: TestModule) -> list[ast.expr] | None:
     for _ in range(_MAX_NAME_DEPTH):
         if isinstance(node, ast.Name):
-            node = module.lookup(node.id)
+            node = module.names.get(node.id)
         else:
             break
     if isinstance(node, (ast.List, ast.Tuple)):
@@ -361,7 +363,7 @@ def _expression(text: str) -> ast.expr | None:
     return tree
 
 
-def mark_filter(expr: str) -> Callable[[set[str]], bool] | None:
+def mark_filter(expr: str) -> Select | None:
     """A ``-m`` expression as a test over a test's mark names (None: not of that form)."""
     tree = _expression(expr.strip())
     return None if tree is None else lambda names: _evaluate(tree, names)
@@ -370,7 +372,7 @@ def mark_filter(expr: str) -> Callable[[set[str]], bool] | None:
 _KEYWORD_WORD = re.compile(r"\s*(\(|\)|[^\s()]+)")
 
 
-def keyword_filter(expr: str) -> Callable[[set[str]], bool] | None:
+def keyword_filter(expr: str) -> Select | None:
     """A ``-k`` expression as a test over a test's names: each word matches a part of one
     of them, case-insensitively (None: not of that form)."""
     words: list[str] = []

@@ -42,7 +42,7 @@ class Scope:
             yield item
             for base in item.bases:
                 outer = item.parent.classes.get(base) if item.parent is not None else None
-                found = outer or self.module.find_class(base)
+                found = outer or self.module.root.classes.get(base)
                 if "." not in base and found is not None and id(found) not in seen:
                     seen.add(id(found))
                     queue.append(found)
@@ -83,27 +83,15 @@ class TestModule:
         self.filename = filename
         #: The conftest.py files of its folder and the folders above, closest first.
         self.conftests = conftests
+        #: Module-level names and the values bound to them.
         self.names: dict[str, ast.expr] = {}
         self.root = Scope("module", "", None, self)
         self.root.fill(ast.parse(text, filename=filename).body, self.names)
 
-    def lookup(self, name: str) -> ast.expr | None:
-        """The value bound to a module-level name, or None (imports, unknown names)."""
-        return self.names.get(name)
-
-    def module_marks(self) -> list[ast.expr]:
-        return self.root.marks
-
-    def find_class(self, name: str) -> Scope | None:
-        return self.root.classes.get(name)
-
-    def find_func(self, name: str) -> FunctionNode | None:
-        return self.root.funcs.get(name)
-
     def helper(self, name: str) -> tuple[FunctionNode, TestModule] | None:
         """A module-level function of this file or of a conftest.py above it."""
         for module in (self, *self.conftests):
-            if (func := module.find_func(name)) is not None:
+            if (func := module.root.funcs.get(name)) is not None:
                 return func, module
         return None
 
