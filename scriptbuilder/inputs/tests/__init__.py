@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from scriptbuilder.inputs.tests import testdb
 from scriptbuilder.inputs.tests.devices import Walk, merge, test_requirement
 from scriptbuilder.inputs.tests.locate import locate
-from scriptbuilder.inputs.tests.marks import Found, Select, keyword_filter, mark_filter
+from scriptbuilder.inputs.tests.marks import Found, Select, expression_filter
 from scriptbuilder.inputs.tests.selectors import (
     PytestCommand,
     TestId,
@@ -105,11 +105,9 @@ def _folder_need(tid: TestId, path: str, walk: Walk, top: str | None) -> Found |
     return found
 
 
-def _filter(
-    flag: str, exprs: list[str], make: Callable[[str], Select | None], warnings: list[str]
-) -> Select | None:
+def _filter(flag: str, exprs: list[str], warnings: list[str]) -> Select | None:
     """The command's last ``-m`` or ``-k`` (as pytest does)."""
-    chosen = make(exprs[-1]) if exprs else None
+    chosen = expression_filter(exprs[-1], flag == "-k") if exprs else None
     if exprs and chosen is None:
         warnings.append(f"{flag} {exprs[-1]!r} is not an expression read here; ignored")
     return chosen
@@ -127,8 +125,8 @@ def _inspect(test_cmd: str, find: Find, top: str | None) -> InspectResult:
         return result
     located = find(cmd, result)
     best: Found | None = None
-    select = _filter("-m", cmd.mark_exprs, mark_filter, result.warnings)
-    keywords = _filter("-k", cmd.keyword_exprs, keyword_filter, result.warnings)
+    select = _filter("-m", cmd.mark_exprs, result.warnings)
+    keywords = _filter("-k", cmd.keyword_exprs, result.warnings)
     walk = Walk(result.warnings, select, keywords)
     unmarked: list[TestId] = []
     stages: list[testdb.Stage] = []

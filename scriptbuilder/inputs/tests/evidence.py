@@ -143,7 +143,9 @@ def body_hits(
         ):
             env[stmt.targets[0].id] = stmt.value
         elif isinstance(stmt, ast.If) and any(
-            callee_name(c.func) == "skip" for c in _calls(stmt.body)
+            isinstance(c, ast.Call) and callee_name(c.func) == "skip"
+            for s in stmt.body
+            for c in ast.walk(s)
         ):
             for devices, exact in _needs(stmt.test, env, module):
                 label = f"guard `{ast.unparse(stmt.test)}` ({'exactly' if exact else 'at least'}"
@@ -187,11 +189,6 @@ def _command_size(text: str) -> int | None:
     ranks = [int(m) for m in _MPIRUN.findall(text)]
     flags = _product((k, int(v)) for k, v in _FLAG.findall(text))
     return max([*ranks, flags or 0]) or None
-
-
-def _calls(body: list[ast.stmt]) -> Iterator[ast.Call]:
-    for stmt in body:
-        yield from (node for node in ast.walk(stmt) if isinstance(node, ast.Call))
 
 
 def case_hits(

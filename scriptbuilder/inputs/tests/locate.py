@@ -1,17 +1,10 @@
 """Where the test step runs: the directory from which pytest finds every selector.
 
-pytest reads a relative selector from its working directory.  TensorRT-LLM's
-test lists name tests relative to ``tests/integration/defs`` (and
-``unittest/...`` relative to ``tests``), and its CI runs pytest there.  So,
-when the command has no ``cd``, the selectors are looked up under the step's
-directory (the project folder), then ``tests/integration/defs``, then
-``tests``: the first that holds them all is where the step runs.  Selectors
-after a ``cd`` (and absolute ones) are read where the command puts them.
-
-The lookup is made in the local checkout (``repo_root``); the step runs under
-``step_dir``, the project folder on the execution host (the same checkout, or
-``remote_repo_path`` on a remote cluster: the same relative layout).
-"""
+TensorRT-LLM's lists name tests relative to ``tests/integration/defs`` (``unittest/...``
+relative to ``tests``) and CI runs pytest there; so, without a ``cd``, the first of the
+project folder, ``tests/integration/defs`` and ``tests`` that holds every selector in the
+local checkout (``repo_root``) is where the step runs, under ``step_dir`` (the project
+folder on the execution host).  Selectors after a ``cd``, and absolute ones, stay put."""
 
 from __future__ import annotations
 

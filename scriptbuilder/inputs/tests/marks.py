@@ -6,6 +6,7 @@ match any text."""
 from __future__ import annotations
 
 import ast
+import keyword
 import operator
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -209,15 +210,19 @@ def _literal(node: ast.expr) -> tuple[bool, object]:
         return False, None
 
 
-def _auto_id(node: ast.expr, argname: str, idx: int) -> str | None:
-    """pytest's id for one parameter value, when it is statically known."""
-    if isinstance(node, _CONTAINERS):
+def _id_part(node: ast.expr, argname: str, idx: int, helper: bool) -> str | None:
+    """pytest's id for one parameter value (``name=str(value)`` for TensorRT-LLM's
+    ``parametrize_with_ids``), when it is statically known."""
+    if isinstance(node, _CONTAINERS) and not helper:
         return f"{argname}{idx}"
-    if isinstance(node, ast.Lambda):
+    if isinstance(node, ast.Lambda) and not helper:
         return "<lambda>"
     ok, value = _literal(node)
     if not ok:
         return None
+    if helper:
+        plain = value is None or isinstance(value, (str, bool, int, float))
+        return f"{argname}={value}" if plain else None
     if isinstance(value, str):
         return value.encode("unicode_escape").decode("ascii")
     if isinstance(value, bytes):
@@ -225,24 +230,6 @@ def _auto_id(node: ast.expr, argname: str, idx: int) -> str | None:
     if value is None or isinstance(value, (bool, int, float, complex)):
         return str(value)
     return f"{argname}{idx}"
-
-
-def _str_id(node: ast.expr) -> str | None:
-    """``str(value)`` of a constant (TensorRT-LLM ``parametrize_with_ids``)."""
-    ok, value = _literal(node)
-    if not ok or not (value is None or isinstance(value, (str, bool, int, float))):
-        return None
-    return str(value)
-
-
-def _const_str(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    return None
-
-
-def _is_param(node: ast.expr) -> bool:
-    return isinstance(node, ast.Call) and callee_name(node.func) == "param"
 
 
 def _argnames(node: ast.expr | None) -> list[str] | None:
@@ -270,68 +257,47 @@ def parametrize_cases(mark: ast.expr, module: TestModule) -> list[Case] | None:
         return [Case(None, [], 0)]
     ids_node = None if helper else (args[3] if len(args) > 3 else kwargs.get("ids"))
     ids = _resolve_list(ids_node, module) if ids_node is not None else None
-    ids_unknown = ids_node is not None and ids is None
     cases = []
     for idx, elt in enumerate(values):
-        marks: list[ast.expr] = []
-        case_id: str | None = None
-        explicit = False
+        kws: dict[str | None, ast.expr] = {}
         vals: list[ast.expr] | None
-        if _is_param(elt):
-            assert isinstance(elt, ast.Call)
-            vals = list(elt.args)
-            for kw in elt.keywords:
-                if kw.arg == "marks":
-                    marks = [kw.value]
-                elif kw.arg == "id":
-                    if isinstance(kw.value, ast.Constant) and kw.value.value is None:
-                        continue
-                    explicit = True
-                    case_id = _const_str(kw.value)
+        if isinstance(elt, ast.Call) and callee_name(elt.func) == "param":
+            vals, kws = list(elt.args), {kw.arg: kw.value for kw in elt.keywords}
         elif len(argnames) == 1:
             vals = [elt]
         else:
             vals = list(elt.elts) if isinstance(elt, (ast.Tuple, ast.List)) else None
-        if not explicit and ids is not None and idx < len(ids):
-            entry = ids[idx]
-            if not (isinstance(entry, ast.Constant) and entry.value is None):
-                explicit = True  # (None falls back to the auto id, as in pytest)
-                case_id = _const_str(entry)
+        # The param's id, else the ids= entry; None falls back to the auto id, as in pytest.
+        given = [kws.get("id"), ids[idx] if ids is not None and idx < len(ids) else None]
+        given = [g for g in given if g and not (isinstance(g, ast.Constant) and g.value is None)]
         known = vals is not None and len(vals) == len(argnames)
-        if not explicit and not ids_unknown and vals is not None and known:
-            parts = [
-                (f"{n}={s}" if (s := _str_id(v)) is not None else None)
-                if helper
-                else _auto_id(v, n, idx)
-                for n, v in zip(argnames, vals, strict=False)
-            ]
+        case_id: str | None = None
+        if given:
+            text = given[0].value if isinstance(given[0], ast.Constant) else None
+            case_id = text if isinstance(text, str) else None
+        elif vals is not None and known and not (ids_node is not None and ids is None):
+            parts = [_id_part(v, n, idx, helper) for n, v in zip(argnames, vals, strict=False)]
             case_id = None if None in parts else "-".join(p for p in parts if p is not None)
+        marks = [kws["marks"]] if "marks" in kws else []
         bound = dict(zip(argnames, vals, strict=False)) if vals is not None and known else {}
         cases.append(Case(case_id, marks, idx, bound))
     return cases
 
 
 def match_case(case: str, params: list[list[Case]]) -> list[tuple[Case, ...]]:
-    """Every way to read ``case`` as one id part per parametrize decorator."""
+    """The ways (some 64 at most) to read ``case`` as one id part per parametrize decorator."""
     found: list[tuple[Case, ...]] = []
-    limit = 64
 
     def walk(i: int, pos: int, chosen: tuple[Case, ...]) -> None:
-        if len(found) >= limit:
+        if len(found) >= 64:
             return
-        last = i == len(params) - 1
         for option in params[i]:
             if option.id is None:  # wildcard: any non-empty run of the id
-                if last:
-                    if pos < len(case):
-                        found.append((*chosen, option))
-                else:
-                    for j in range(pos + 1, len(case)):
-                        if case[j] == "-":
-                            walk(i + 1, j + 1, (*chosen, option))
-            elif case.startswith(option.id, pos):
-                end = pos + len(option.id)
-                if last:
+                ends = [j for j in range(pos + 1, len(case) + 1) if case[j : j + 1] in ("", "-")]
+            else:
+                ends = [pos + len(option.id)] if case.startswith(option.id, pos) else []
+            for end in ends:
+                if i == len(params) - 1:
                     if end == len(case):
                         found.append((*chosen, option))
                 elif end < len(case) and case[end] == "-":
@@ -363,33 +329,33 @@ def _expression(text: str) -> ast.expr | None:
     return tree
 
 
-def mark_filter(expr: str) -> Select | None:
-    """A ``-m`` expression as a test over a test's mark names (None: not of that form)."""
-    tree = _expression(expr.strip())
-    return None if tree is None else lambda names: _evaluate(tree, names)
+_WORD = re.compile(r"\s*(\(|\)|[^\s()]+)")
 
 
-_KEYWORD_WORD = re.compile(r"\s*(\(|\)|[^\s()]+)")
-
-
-def keyword_filter(expr: str) -> Select | None:
-    """A ``-k`` expression as a test over a test's names: each word matches a part of one
-    of them, case-insensitively (None: not of that form)."""
+def expression_filter(expr: str, keywords: bool) -> Select | None:
+    """pytest's ``-m`` (mark names) or ``-k`` expression as a test over a test's names; a
+    ``-k`` word matches a part of one of them, case-insensitively (None: not of that form)."""
     words: list[str] = []
     text = []
-    for token in _KEYWORD_WORD.findall(expr):
+    for token in _WORD.findall(expr):
         if token in ("(", ")", "and", "or", "not"):
             text.append(token)
-        else:
+        elif keywords or (token.isidentifier() and not keyword.iskeyword(token)):
             text.append(f"_{len(words)}")
-            words.append(token.lower())
+            words.append(token.lower() if keywords else token)
+        else:
+            return None
     tree = _expression(" ".join(text) or "_")
     if tree is None or not words:
         return None
 
     def match(names: set[str]) -> bool:
-        lowered = [name.lower() for name in names]
-        hits = {f"_{i}" for i, word in enumerate(words) if any(word in name for name in lowered)}
+        lowered = [name.lower() for name in names] if keywords else []
+        hits = {
+            f"_{i}"
+            for i, word in enumerate(words)
+            if (any(word in name for name in lowered) if keywords else word in names)
+        }
         return _evaluate(tree, hits)
 
     return match

@@ -1,18 +1,9 @@
 """The test selectors of a pytest command line, read with the shared shell tokenizer.
 
-* The command is cut into simple commands (:func:`shellwords.simple_commands`:
-  ``&&``, ``||``, ``;``, ``|``, newlines; redirections and their targets
-  dropped).  When some of them run pytest (a ``pytest`` word, also
-  ``python -m pytest``), only those are searched, so ``| tee log.py`` is not
-  a selector.
-* In a pytest command every word that is not an option, an option's value
-  (``-k EXPR``, ``--deselect ID``...) or an environment assignment is a
-  selector, as pytest reads it: ``path.py``, ``path.py::Class::func[case]`` or
-  a folder.  A word after an option this module does not know is taken as
-  that option's value unless it names a ``.py`` file.  In other commands only
-  words whose part before ``::`` ends in ``.py`` count.
-* ``cd DIR`` makes later relative selectors be read under ``DIR``.
-"""
+When some simple commands run pytest, only they are searched (``| tee log.py`` is no
+selector); there every word that is not an option, an option's value or an assignment is
+a selector (a word after an unknown option is its value unless it names a ``.py`` file).
+Elsewhere only words naming a ``.py`` file count.  ``cd DIR`` moves later selectors."""
 
 from __future__ import annotations
 
@@ -57,12 +48,8 @@ _CWD_PREFIX = re.compile(r"^(?:\$\{?\w+\}?|~)/*")
 
 @dataclass(frozen=True)
 class TestId:
-    """One pytest selector: ``path[::cls][::func][[case]]``, or a folder.
-
-    ``cls`` may hold nested classes joined by ``::``.  ``cwd`` is the directory
-    given to a preceding ``cd`` in the command, if any.  ``folder`` is True for
-    a selector without ``.py`` (a folder, as pytest reads it).
-    """
+    """One pytest selector: ``path[::cls][::func][[case]]`` (``cls`` may be nested:
+    ``A::B``), or a folder; ``cwd``: the directory of a preceding ``cd``."""
 
     __test__: ClassVar[bool] = False  # not a pytest test class
 
@@ -86,7 +73,7 @@ class TestId:
 
 @dataclass(frozen=True)
 class PytestCommand:
-    """What a test command selects: its selectors, ``-m`` expressions, and whether it ``cd``s."""
+    """A test command's selectors, ``-m``/``-k`` expressions, and whether it ``cd``s."""
 
     ids: list[TestId] = field(default_factory=list)
     mark_exprs: list[str] = field(default_factory=list)
