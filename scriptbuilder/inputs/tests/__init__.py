@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 
 from scriptbuilder.inputs.tests import testdb
 from scriptbuilder.inputs.tests.devices import Walk, merge, test_requirement
-from scriptbuilder.inputs.tests.locate import locate
+from scriptbuilder.inputs.tests.locate import exists, locate
 from scriptbuilder.inputs.tests.marks import Found, Select, expression_filter
 from scriptbuilder.inputs.tests.selectors import (
     PytestCommand,
@@ -195,8 +195,7 @@ def required_devices(
             heads = [cwd] if cwd is not None and os.path.isabs(cwd) else heads
             candidates = [os.path.join(head, rel) for head in [*heads, *roots]]
             candidates = [rel] if os.path.isabs(rel) else candidates
-            exists = os.path.isdir if tid.folder else os.path.isfile
-            path = next((c for c in candidates if exists(c)), None)
+            path = next((c for c in candidates if exists(tid, c)), None)
             if path is None:
                 depth = len(tid.path.split("/"))
                 bases = [c.rsplit("/", depth)[0] for c in candidates]

@@ -80,14 +80,6 @@ def _inherited(scope: Scope) -> Found | None:
     return None
 
 
-def _find_func(scope: Scope, name: str) -> FunctionNode | None:
-    return next((f for level in scope.mro() if (f := level.funcs.get(name)) is not None), None)
-
-
-def _combo_id(combo: tuple[m.Case, ...]) -> str:
-    return "-".join(c.id if c.id is not None else f"#{c.index}" for c in combo)
-
-
 def _func_requirement(
     owner: Scope, func: FunctionNode, case: str | None, walk: Walk, display: str
 ) -> Found | None:
@@ -98,18 +90,11 @@ def _func_requirement(
     names: set[str] = set()
     levels = [(list(reversed(func.decorator_list)), qual), *_levels(owner)]
     for exprs, label in levels:
-        level_hits: list[Found] = []
-        for mark, line in m.iter_marks(exprs, module):
+        for mark, _line in m.iter_marks(exprs, module):
             names.add(m.mark_name(mark)[0] or "")
-            cases = m.parametrize_cases(mark, module)
-            if cases is not None:
+            if (cases := m.parametrize_cases(mark, module)) is not None:
                 params.append(cases)
-                continue
-            hit = m.device_hit(mark, line, module)
-            if hit is not None:
-                level_hits.append(hit)
-        if inherited is None and level_hits:
-            inherited = _found(m.best(level_hits), label)
+        inherited = inherited or _found(m.best(m.hits(exprs, module)), label)
 
     combos: list[tuple[m.Case, ...]] = [()]
     if params:
@@ -126,7 +111,8 @@ def _func_requirement(
     for combo in combos:
         combo_marks = [expr for c in combo for expr in c.marks]
         marked = names | m.mark_names(combo_marks, module)
-        case_id = case if case is not None else _combo_id(combo) if combo else None
+        auto = "-".join(c.id if c.id is not None else f"#{c.index}" for c in combo)
+        case_id = case if case is not None else auto if combo else None
         item = {*words, *marked, f"{func.name}[{case_id}]" if case_id else func.name}
         unknown = any(c.id is None for c in combo)  # -k cannot tell: the case counts
         if (walk.select and not walk.select(marked)) or (
@@ -150,8 +136,7 @@ def _scope_requirement(scope: Scope, walk: Walk, display: str) -> Found | None:
     found: Found | None = None
     any_test = False
     seen: set[str] = set()
-    levels = [scope] if scope.kind == "module" else list(scope.mro())
-    for level in levels:
+    for level in scope.mro():
         for name, func in level.funcs.items():
             if name.startswith("test") and name not in seen:
                 seen.add(name)
@@ -168,12 +153,10 @@ def test_requirement(module: TestModule, tid: TestId, walk: Walk) -> Found | Non
     """What ``tid`` needs in ``module``."""
     display = tid.path
     names = [*(tid.cls.split("::") if tid.cls else []), *([tid.func] if tid.func else [])]
-    if not names:
-        return _scope_requirement(module.root, walk, display)
     scope = module.root
     for i, name in enumerate(names):
         last = i == len(names) - 1
-        func = _find_func(scope, name) if last else None
+        func = next((f for lvl in scope.mro() if (f := lvl.funcs.get(name)) and last), None)
         if func is not None:
             return _func_requirement(scope, func, tid.case, walk, display)
         cls = scope.classes.get(name)

@@ -31,12 +31,8 @@ class Located:
     warnings: list[str] = field(default_factory=list)
 
 
-def _exists(tid: TestId, path: str) -> bool:
+def exists(tid: TestId, path: str) -> bool:
     return os.path.isdir(path) if tid.folder else os.path.isfile(path)
-
-
-def _shown(rel: str) -> str:
-    return rel or "the project folder"
 
 
 def locate(cmd: PytestCommand, repo_root: str | None, step_dir: str | None) -> Located:
@@ -67,42 +63,32 @@ def locate(cmd: PytestCommand, repo_root: str | None, step_dir: str | None) -> L
             continue
         else:
             local = path
-        if _exists(tid, local):
+        if exists(tid, local):
             paths[tid] = local
         else:
             missing.append(f"test {'folder' if tid.folder else 'file'} {path} not found ({tid})")
-    if not free:
-        return Located(paths, None, "", missing, warnings)
     # The first directory holding every free selector; all of them are looked in
     # only when none does.
-    found: dict[str, list[TestId]] = {}
-    chosen: str | None = None
-    for d in STEP_DIRS:
-        found[d] = [t for t in free if _exists(t, join(repo_root, d, t.path))]
-        if len(found[d]) == len(free):
-            chosen = d
-            break
+    found = {d: [t for t in free if exists(t, join(repo_root, d, t.path))] for d in STEP_DIRS}
+    chosen = next((d for d in STEP_DIRS if len(found[d]) == len(free)), None)
     if chosen is None:
         chosen = max(STEP_DIRS, key=lambda d: len(found[d]))  # the first of the largest
-        for tid in free:
-            if tid in found[chosen]:
-                continue
+        for tid in (t for t in free if t not in found[chosen]):
             homes = [d for d in STEP_DIRS if tid in found[d]]
-            kind = "folder" if tid.folder else "file"
             if homes:
                 missing.append(
-                    f"no directory holds every test: {tid} is under {_shown(homes[0])}, "
-                    f"{found[chosen][0]} under {_shown(chosen)} only"
+                    f"no directory holds every test: {tid} is under "
+                    f"{homes[0] or 'the project folder'}, {found[chosen][0]} under "
+                    f"{chosen or 'the project folder'} only"
                 )
             else:
                 tried = ", ".join(join(step_dir, d).rstrip("/") for d in STEP_DIRS)
+                kind = "folder" if tid.folder else "file"
                 missing.append(f"test {kind} {tid.path} not found under {tried} ({tid})")
     for tid in found[chosen]:
         paths[tid] = join(repo_root, chosen, tid.path)
-    if not chosen:
-        return Located(paths, None, "", missing, warnings)
     reason = (
         f"the test ids resolve under {chosen}, not in the project folder, and the command "
         "has no cd (pytest reads them from its working directory)"
     )
-    return Located(paths, chosen, reason, missing, warnings)
+    return Located(paths, chosen or None, reason if chosen else "", missing, warnings)

@@ -104,23 +104,12 @@ def _parse_selector(word: str, cwd: str | None, folders: bool) -> TestId | None:
         if not folders or rest:
             return None
         return TestId(posixpath.normpath(head), cwd=cwd, folder=True)
-    case: str | None = None
-    if "[" in rest:
-        cut = rest.index("[")
-        case = rest[cut + 1 :]
-        case = case[:-1] if case.endswith("]") else case
-        rest = rest[:cut]
+    rest, bracket, case_text = rest.partition("[")
+    case = case_text.removesuffix("]") if bracket else None
     names = [name for name in rest.split("::") if name]
-    cls: str | None = None
-    func: str | None = None
-    if len(names) == 1:
-        if case is None and names[0][:1].isupper():
-            cls = names[0]
-        else:
-            func = names[0]
-    elif names:
-        cls = "::".join(names[:-1])
-        func = names[-1]
+    cls, func = "::".join(names[:-1]) or None, names[-1] if names else None
+    if len(names) == 1 and case is None and names[0][:1].isupper():
+        cls, func = names[0], None  # a lone capitalised name is a class
     return TestId(posixpath.normpath(head), cls, func, case, cwd)
 
 
@@ -182,9 +171,7 @@ def _takes_value(option: str, of_pytest: bool) -> bool:
         return True
     if option in _FLAG_OPTIONS or "=" in option or not of_pytest:
         return False
-    if not option.startswith("--"):
-        return not set(option[1:]) <= _FLAG_LETTERS
-    return True
+    return option.startswith("--") or not set(option[1:]) <= _FLAG_LETTERS
 
 
 def parse_test_ids(test_cmd: str) -> list[TestId]:
