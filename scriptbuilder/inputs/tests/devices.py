@@ -60,14 +60,10 @@ def _found(hit: Found | None, where: str) -> Found | None:
 def _levels(scope: Scope) -> Iterator[tuple[list[ast.expr], str]]:
     """Marks above a test, closest first: class (and bases), outer classes, module."""
     current: Scope | None = scope
-    while current is not None and current.kind == "class":
+    while current is not None and current.parent is not None:
         for level in current.mro():
-            yield (
-                level.marks,
-                level.qualname
-                if level is current
-                else f"{level.qualname} (base of {current.name})",
-            )
+            base = "" if level is current else f" (base of {current.name})"
+            yield level.marks, level.qualname + base
         current = current.parent
     yield scope.module.root.marks, "module"
 

@@ -73,14 +73,12 @@ def _text(node: ast.expr, env: Env, module: TestModule) -> str | None:
     if isinstance(node, ast.Constant):
         return node.value if isinstance(node.value, str) else None
     if isinstance(node, ast.JoinedStr):
-        parts = [
-            _text(v, env, module) if isinstance(v, ast.Constant) else None for v in node.values
-        ]
-        for i, v in enumerate(node.values):
-            if isinstance(v, ast.FormattedValue):
-                n = int_value(v.value, module, env)
-                parts[i] = str(n) if n is not None else "?"
-        return "".join(p or "" for p in parts)
+        return "".join(
+            (str(n) if (n := int_value(v.value, module, env)) is not None else "?")
+            if isinstance(v, ast.FormattedValue)
+            else _text(v, env, module) or ""
+            for v in node.values
+        )
     if isinstance(node, (ast.List, ast.Tuple)):
         words = [_text(elt, env, module) for elt in node.elts]
         return " ".join(w if w is not None else "?" for w in words)
@@ -156,11 +154,8 @@ def body_hits(
             name = (callee_name(node.func) or "").lower()
             kws = {kw.arg: kw.value for kw in node.keywords if kw.arg}
             n = _product((k, int_value(v, module, env)) for k, v in kws.items() if k in _SIZES)
-            ranks = (
-                {"world_size"}
-                | ({"nprocs"} if "spawn" in name else set())
-                | (_POOL if "mpi" in name else set())
-            )
+            ranks = {"world_size", *(["nprocs"] if "spawn" in name else [])}
+            ranks |= _POOL if "mpi" in name else set()
             for key in ranks & kws.keys():
                 n = max(n or 0, int_value(kws[key], module, env) or 0) or None
             label = f"`{ast.unparse(node.func)}(...)` arguments"
@@ -171,12 +166,11 @@ def body_hits(
                     helper, _bind(helper, node, env, module, method), home, owner, depth + 1
                 )
         elif isinstance(node, ast.Dict):
-            pairs = [
-                (k.value, v)
+            n = _product(
+                (k.value, int_value(v, module, env))
                 for k, v in zip(node.keys, node.values, strict=True)
-                if isinstance(k, ast.Constant)
-            ]
-            n = _product((str(k), int_value(v, module, env)) for k, v in pairs if k in _SIZES)
+                if isinstance(k, ast.Constant) and k.value in _SIZES
+            )
             label = "parallel sizes in a dict"
         elif isinstance(node, ast.expr) and (text := _text(node, env, module)) is not None:
             label, n = f"command `{text[:60]}`", _command_size(text)

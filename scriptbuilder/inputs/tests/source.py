@@ -16,9 +16,8 @@ MAX_BYTES = 4 << 20
 
 @dataclass
 class Scope:
-    """A module or a class: its own marks (pytest's application order) and members."""
+    """A module (no parent) or a class: its own marks (pytest's application order) and members."""
 
-    kind: str  # "module" | "class"
     name: str
     parent: Scope | None
     module: TestModule
@@ -59,9 +58,7 @@ class Scope:
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.funcs[node.name] = node
             elif isinstance(node, ast.ClassDef):
-                cls = Scope(
-                    "class", node.name, self, self.module, [ast.unparse(b) for b in node.bases]
-                )
+                cls = Scope(node.name, self, self.module, [ast.unparse(b) for b in node.bases])
                 cls.fill(node.body, {})
                 cls.marks += reversed(node.decorator_list)
                 self.classes[node.name] = cls
@@ -85,7 +82,7 @@ class TestModule:
         self.conftests = conftests
         #: Module-level names and the values bound to them.
         self.names: dict[str, ast.expr] = {}
-        self.root = Scope("module", "", None, self)
+        self.root = Scope("", None, self)
         self.root.fill(ast.parse(text, filename=filename).body, self.names)
 
     def helper(self, name: str) -> tuple[FunctionNode, TestModule] | None:
