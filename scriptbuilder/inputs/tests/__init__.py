@@ -33,9 +33,7 @@ from scriptbuilder.inputs.tests.source import read_module
 __all__ = ["InspectResult", "TestId", "inspect_tests", "is_perf_sanity", "parse_test_ids"]
 __all__ += ["required_devices"]
 
-_GPUS_LABEL = re.compile(r"(?<![\w.])gpus:(\d+)")
-_TP_LABEL = re.compile(r"(?<![\w.])tp:(\d+)")
-_PP_LABEL = re.compile(r"(?<![\w.])pp:(\d+)")
+_LABELS = re.compile(r"(?<![\w.])(gpus|tp|pp):(\d+)")
 _TEST_FILE = re.compile(r"test_\w*\.py|\w+_test\.py")
 
 
@@ -63,14 +61,14 @@ class InspectResult:
 
 def _label_need(tid: TestId) -> Found | None:
     """``gpus:N`` / ``tp:N`` (x ``pp:M``) labels of a (generated perf) case id."""
-    case = tid.case or ""
-    if gpus := _GPUS_LABEL.search(case):
-        n = int(gpus.group(1))
+    labels = dict(reversed(_LABELS.findall(tid.case or "")))  # the first of each kind
+    if "gpus" in labels:
+        n = int(labels["gpus"])
         label = f"gpus:{n} label"
-    elif tp := _TP_LABEL.search(case):
-        pp = _PP_LABEL.search(case)
-        n = int(tp.group(1)) * (int(pp.group(1)) if pp else 1)
-        label = f"tp:{tp.group(1)}" + (f" x pp:{pp.group(1)}" if pp else "") + " labels"
+    elif "tp" in labels:
+        n = int(labels["tp"]) * int(labels.get("pp", 1))
+        pp = f" x pp:{labels['pp']}" if "pp" in labels else ""
+        label = f"tp:{labels['tp']}{pp} labels"
     else:
         return None
     return Found(n, label, 0, where=str(tid)) if n >= 1 else None

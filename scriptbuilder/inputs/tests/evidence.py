@@ -117,12 +117,10 @@ def _callee(
     func = call.func
     if isinstance(func, ast.Name) and (found := module.helper(func.id)) is not None:
         return (*found, False)
-    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and owner):
-        return None
-    if func.value.id in ("self", "cls", owner.name):
-        for level in owner.mro():
-            if (method := level.funcs.get(func.attr)) is not None:
-                return method, module, True
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and owner is not None:
+        is_method = func.value.id in ("self", "cls", owner.name)
+        method = next((f for level in owner.mro() if (f := level.funcs.get(func.attr))), None)
+        return (method, module, True) if method and is_method else None
     return None
 
 

@@ -66,12 +66,8 @@ def mark_name(node: ast.expr) -> tuple[str | None, ast.Call | None]:
     """``pytest.mark.x`` / ``mark.x`` (optionally called) -> ``("x", call)``."""
     call = node if isinstance(node, ast.Call) else None
     func = call.func if call is not None else node
-    if isinstance(func, ast.Attribute):
-        owner = func.value
-        if (isinstance(owner, ast.Name) and owner.id == "mark") or (
-            isinstance(owner, ast.Attribute) and owner.attr == "mark"
-        ):
-            return func.attr, call
+    if isinstance(func, ast.Attribute) and callee_name(func.value) == "mark":
+        return func.attr, call
     return None, None
 
 
@@ -153,27 +149,17 @@ def _devices_from_condition(cond: ast.expr, module: TestModule) -> int | None:
 
 def device_hit(mark: ast.expr, line: int, module: TestModule) -> Found | None:
     name, call = mark_name(mark)
-    if name is None:
-        return None
     if name in ("skip_less_device", "skip_less_mpi_world_size"):
-        if call is not None and call.args:
-            n = int_value(call.args[0], module)
-            if n is not None and n >= 1:
-                return Found(n, f"{name}({n})", line)
-        return None
-    gpu = _GPU_MARK.fullmatch(name)
-    if gpu is not None:
+        n = int_value(call.args[0], module) if call is not None and call.args else None
+        return Found(n, f"{name}({n})", line) if n is not None and n >= 1 else None
+    if name is not None and (gpu := _GPU_MARK.fullmatch(name)):
         n = int(gpu.group(1))
         return Found(n, name, line) if n >= 1 else None
     if name == "skipif" and call is not None:
-        cond = call.args[0] if call.args else None
-        for kw in call.keywords:
-            if kw.arg == "condition":
-                cond = kw.value
-        if cond is not None:
-            n = _devices_from_condition(cond, module)
-            if n is not None:
-                return Found(n, f"skipif({ast.unparse(cond)})", line)
+        kws = {kw.arg: kw.value for kw in call.keywords}
+        cond = kws.get("condition", call.args[0] if call.args else None)
+        if cond is not None and (n := _devices_from_condition(cond, module)) is not None:
+            return Found(n, f"skipif({ast.unparse(cond)})", line)
     return None
 
 
@@ -188,13 +174,8 @@ def hits(exprs: Sequence[ast.expr], module: TestModule) -> list[Found]:
 
 def _resolve_list(node: ast.expr | None, module: TestModule) -> list[ast.expr] | None:
     for _ in range(_MAX_NAME_DEPTH):
-        if isinstance(node, ast.Name):
-            node = module.names.get(node.id)
-        else:
-            break
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return list(node.elts)
-    return None
+        node = module.names.get(node.id) if isinstance(node, ast.Name) else node
+    return list(node.elts) if isinstance(node, (ast.List, ast.Tuple)) else None
 
 
 _CONTAINERS = (
