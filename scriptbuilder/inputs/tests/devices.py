@@ -71,7 +71,7 @@ def _levels(scope: Scope) -> Iterator[tuple[list[ast.expr], str]]:
 def _inherited(scope: Scope) -> Found | None:
     """The closest device marks above a test."""
     for exprs, label in _levels(scope):
-        if (hit := m.best(m.hits(exprs, scope.module))) is not None:
+        if (hit := m.best_hit(exprs, scope.module)) is not None:
             return _found(hit, label)
     return None
 
@@ -90,7 +90,7 @@ def _func_requirement(
             names.add(m.mark_name(mark)[0] or "")
             if (cases := m.parametrize_cases(mark, module)) is not None:
                 params.append(cases)
-        inherited = inherited or _found(m.best(m.hits(exprs, module)), label)
+        inherited = inherited or _found(m.best_hit(exprs, module), label)
 
     combos: list[tuple[m.Case, ...]] = [()]
     if params:
@@ -118,7 +118,7 @@ def _func_requirement(
         walk.selected += 1
         where = f"{qual}[{case_id}]" if combo else qual
         values = {name: value for c in combo for name, value in c.values.items()}
-        need = _found(m.best(m.hits(combo_marks, module)), where) or inherited
+        need = _found(m.best_hit(combo_marks, module), where) or inherited
         hits = [*body_hits(func, values, module, owner), *case_hits(func, case_id, values, module)]
         for piece in [need, *(_found(hit, where) for hit in hits)]:
             if piece is not None:

@@ -171,16 +171,12 @@ def body_hits(
             )
             label = "parallel sizes in a dict"
         elif isinstance(node, ast.expr) and (text := _text(node, env, module)) is not None:
-            label, n = f"command `{text[:60]}`", _command_size(text)
+            mpi = [int(m) for m in _MPIRUN.findall(text)]
+            flags = _product((k, int(v)) for k, v in _FLAG.findall(text))
+            label, n = f"command `{text[:60]}`", max([*mpi, flags or 0]) or None
         if n is not None and n >= 1:
             out.append(Found(n, label, getattr(node, "lineno", func.lineno), False, where))
     return out
-
-
-def _command_size(text: str) -> int | None:
-    ranks = [int(m) for m in _MPIRUN.findall(text)]
-    flags = _product((k, int(v)) for k, v in _FLAG.findall(text))
-    return max([*ranks, flags or 0]) or None
 
 
 def case_hits(

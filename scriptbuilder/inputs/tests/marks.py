@@ -9,7 +9,7 @@ import ast
 import keyword
 import operator
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from scriptbuilder.inputs.tests.source import TestModule
@@ -111,18 +111,12 @@ def int_value(
     return None
 
 
-def is_device_count(node: ast.expr) -> bool:
-    return isinstance(node, ast.Call) and callee_name(node.func) in _COUNT_FUNCS
-
-
 def count_compare(
     op: type[ast.cmpop], left: ast.expr, right: ast.expr, module: TestModule, env: Env | None = None
 ) -> tuple[type[ast.cmpop], int] | None:
     """A comparison of the device count with an int, as ``(op, n)`` for ``count op n``."""
-    sides = [
-        is_device_count(env.get(n.id, n) if env and isinstance(n, ast.Name) else n)
-        for n in (left, right)
-    ]
+    bound = [env.get(n.id, n) if env and isinstance(n, ast.Name) else n for n in (left, right)]
+    sides = [isinstance(n, ast.Call) and callee_name(n.func) in _COUNT_FUNCS for n in bound]
     if sides == [False, True]:
         op, right = _FLIP.get(op, op), left
     elif sides != [True, False]:
@@ -163,13 +157,10 @@ def device_hit(mark: ast.expr, line: int, module: TestModule) -> Found | None:
     return None
 
 
-def best(hits: Iterable[Found]) -> Found | None:
-    return max(hits, key=lambda hit: hit.devices, default=None)
-
-
-def hits(exprs: Sequence[ast.expr], module: TestModule) -> list[Found]:
+def best_hit(exprs: Sequence[ast.expr], module: TestModule) -> Found | None:
+    """The largest device mark among ``exprs`` (the first of the largest)."""
     found = (device_hit(mark, line, module) for mark, line in iter_marks(exprs, module))
-    return [hit for hit in found if hit is not None]
+    return max((hit for hit in found if hit), key=lambda hit: hit.devices, default=None)
 
 
 def _resolve_list(node: ast.expr | None, module: TestModule) -> list[ast.expr] | None:
