@@ -92,16 +92,13 @@ def _func_requirement(
                 params.append(cases)
         inherited = inherited or _found(m.best_hit(exprs, module), label)
 
-    combos: list[tuple[m.Case, ...]] = [()]
-    if params:
-        combos = m.match_case(case, params) if case is not None else []
-        if case is not None and not combos:
-            walk.warnings.append(
-                f"case [{case}] of {display}::{qual} matches none of its parametrize ids;"
-                " using the largest requirement over all its cases"
-            )
-        if not combos:
-            combos = list(itertools.islice(itertools.product(*params), _MAX_COMBOS))
+    combos = m.match_case(case, params) if case is not None and params else []
+    if case is not None and params and not combos:
+        walk.warnings.append(
+            f"case [{case}] of {display}::{qual} matches none of its parametrize ids;"
+            " using the largest requirement over all its cases"
+        )
+    combos = combos or list(itertools.islice(itertools.product(*params), _MAX_COMBOS))
     found: Found | None = None
     words = {display.rpartition("/")[2], *qual.split("::")}
     for combo in combos:

@@ -257,7 +257,8 @@ def parametrize_cases(mark: ast.expr, module: TestModule) -> list[Case] | None:
 
 
 def match_case(case: str, params: list[list[Case]]) -> list[tuple[Case, ...]]:
-    """The ways (some 64 at most) to read ``case`` as one id part per parametrize decorator."""
+    """The ways (some 64 at most) to read ``case`` as one id part per parametrize
+    decorator (``params`` not empty)."""
     found: list[tuple[Case, ...]] = []
 
     def walk(i: int, pos: int, chosen: tuple[Case, ...]) -> None:
@@ -275,8 +276,7 @@ def match_case(case: str, params: list[list[Case]]) -> list[tuple[Case, ...]]:
                 elif end < len(case) and case[end] == "-":
                     walk(i + 1, end + 1, (*chosen, option))
 
-    if params:
-        walk(0, 0, ())
+    walk(0, 0, ())
     return found
 
 

@@ -7,6 +7,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import PurePath
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -98,17 +99,15 @@ def read_module(path: str, top: str | None = None) -> TestModule:
     from its folder up to ``top`` (the checkout; its own folder only when None)."""
     if os.path.getsize(path) > MAX_BYTES:
         raise ValueError(f"larger than {MAX_BYTES >> 20} MB, not read")
+    here = os.path.abspath(path)
+    stop = os.path.abspath(top) if top else os.path.dirname(here)
     conftests: list[TestModule] = []
-    folder = os.path.dirname(os.path.abspath(path))
-    stop = os.path.abspath(top) if top else folder
-    while True:
+    for folder in map(str, PurePath(here).parents):
         conftest = os.path.join(folder, "conftest.py")
-        if conftest != os.path.abspath(path) and os.path.isfile(conftest):
+        if conftest != here and os.path.isfile(conftest):
             with contextlib.suppress(OSError, SyntaxError, ValueError):  # not ours to report
                 conftests.append(read_module(conftest, folder))
-        parent = os.path.dirname(folder)
-        if folder == stop or parent == folder or not folder.startswith(stop):
+        if folder == stop or not folder.startswith(stop):
             break
-        folder = parent
     with open(path, encoding="utf-8", errors="replace") as file:
         return TestModule(file.read(), path, tuple(conftests))
