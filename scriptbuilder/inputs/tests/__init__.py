@@ -103,14 +103,6 @@ def _folder_need(tid: TestId, path: str, walk: Walk, top: str | None) -> Found |
     return found
 
 
-def _filter(flag: str, exprs: list[str], warnings: list[str]) -> Select | None:
-    """The command's last ``-m`` or ``-k`` (as pytest does)."""
-    chosen = expression_filter(exprs[-1], flag == "-k") if exprs else None
-    if exprs and chosen is None:
-        warnings.append(f"{flag} {exprs[-1]!r} is not an expression read here; ignored")
-    return chosen
-
-
 Find = Callable[[PytestCommand, InspectResult], Iterable[tuple[TestId, str]]]
 
 
@@ -123,8 +115,12 @@ def _inspect(test_cmd: str, find: Find, top: str | None) -> InspectResult:
         return result
     located = find(cmd, result)
     best: Found | None = None
-    select = _filter("-m", cmd.mark_exprs, result.warnings)
-    keywords = _filter("-k", cmd.keyword_exprs, result.warnings)
+    filters: list[Select | None] = []  # the command's last -m and -k, as pytest reads them
+    for flag, exprs in (("-m", cmd.mark_exprs), ("-k", cmd.keyword_exprs)):
+        filters.append(expression_filter(exprs[-1], flag == "-k") if exprs else None)
+        if exprs and filters[-1] is None:
+            result.warnings.append(f"{flag} {exprs[-1]!r} is not an expression read here; ignored")
+    select, keywords = filters
     walk = Walk(result.warnings, select, keywords)
     unmarked: list[TestId] = []
     stages: list[testdb.Stage] = []

@@ -61,14 +61,8 @@ class TestId:
     folder: bool = False
 
     def __str__(self) -> str:
-        text = self.path
-        if self.cls:
-            text += f"::{self.cls}"
-        if self.func:
-            text += f"::{self.func}"
-        if self.case is not None:
-            text += f"[{self.case}]"
-        return text
+        names = "".join(f"::{name}" for name in (self.cls, self.func) if name)
+        return self.path + names + (f"[{self.case}]" if self.case is not None else "")
 
 
 @dataclass(frozen=True)
@@ -89,11 +83,7 @@ def is_perf_sanity(test_cmd: str) -> bool:
 def _join_cwd(current: str | None, new: str) -> str | None:
     if not posixpath.isabs(new):
         new = _CWD_PREFIX.sub("", new)  # "$LLM_ROOT/tests/x" -> "tests/x"
-    if not new:
-        return current
-    if current is not None and not posixpath.isabs(new):
-        new = posixpath.join(current, new)
-    return posixpath.normpath(new)
+    return posixpath.normpath(posixpath.join(current or "", new)) if new else current
 
 
 def _parse_selector(word: str, cwd: str | None, folders: bool) -> TestId | None:
