@@ -132,20 +132,17 @@ def body_hits(
     out: list[Found] = []
     where = "" if owner is None or module is owner.module else module.filename
     for stmt in func.body:
-        if (
-            isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)
-        ):
-            env[stmt.targets[0].id] = stmt.value
-        elif isinstance(stmt, ast.If) and any(
-            isinstance(c, ast.Call) and callee_name(c.func) == "skip"
-            for s in stmt.body
-            for c in ast.walk(s)
-        ):
-            for devices, exact in _needs(stmt.test, env, module):
-                label = f"guard `{ast.unparse(stmt.test)}` ({'exactly' if exact else 'at least'}"
-                out.append(Found(devices, f"{label} {devices})", stmt.lineno, exact, where))
+        match stmt:
+            case ast.Assign(targets=[ast.Name(id=name)], value=value):
+                env[name] = value
+            case ast.If(body=body) if any(
+                isinstance(c, ast.Call) and callee_name(c.func) == "skip"
+                for c in ast.walk(ast.Module(body=body, type_ignores=[]))
+            ):
+                for devices, exact in _needs(stmt.test, env, module):
+                    kind = "exactly" if exact else "at least"
+                    label = f"guard `{ast.unparse(stmt.test)}` ({kind} {devices})"
+                    out.append(Found(devices, label, stmt.lineno, exact, where))
     for node in ast.walk(ast.Module(body=func.body, type_ignores=[])):
         n: int | None = None
         if isinstance(node, ast.Call):
@@ -154,8 +151,7 @@ def body_hits(
             n = _product((k, int_value(v, module, env)) for k, v in kws.items() if k in _SIZES)
             ranks = {"world_size", *(["nprocs"] if "spawn" in name else [])}
             ranks |= _POOL if "mpi" in name else set()
-            for key in ranks & kws.keys():
-                n = max(n or 0, int_value(kws[key], module, env) or 0) or None
+            n = max([n or 0, *(int_value(kws[k], module, env) or 0 for k in ranks & kws.keys())])
             label = f"`{ast.unparse(node.func)}(...)` arguments"
             target = _callee(node, module, owner) if depth < _DEPTH else None
             if target is not None and target[0] is not func:

@@ -65,11 +65,9 @@ class Scope:
                 self.classes[node.name] = cls
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for target in targets:
-                    if isinstance(target, ast.Name):
-                        names[target.id] = node.value
-                        if target.id == "pytestmark":
-                            self.marks = [node.value]
+                for target in (t.id for t in targets if isinstance(t, ast.Name)):
+                    names[target] = node.value
+                    self.marks = [node.value] if target == "pytestmark" else self.marks
 
 
 class TestModule:
@@ -88,10 +86,8 @@ class TestModule:
 
     def helper(self, name: str) -> tuple[FunctionNode, TestModule] | None:
         """A module-level function of this file or of a conftest.py above it."""
-        for module in (self, *self.conftests):
-            if (func := module.root.funcs.get(name)) is not None:
-                return func, module
-        return None
+        found = ((f, mod) for mod in (self, *self.conftests) if (f := mod.root.funcs.get(name)))
+        return next(found, None)
 
 
 def read_module(path: str, top: str | None = None) -> TestModule:
