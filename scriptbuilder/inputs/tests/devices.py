@@ -37,10 +37,8 @@ class Walk:
 
 def merge(a: Found | None, b: Found | None, walk: Walk) -> Found | None:
     """The larger need; exact only when the smaller one runs with that many GPUs too."""
-    if a is None:
-        return b
-    if b is None:
-        return a
+    if a is None or b is None:
+        return a or b
     hi, lo = (a, b) if a.devices >= b.devices else (b, a)
     if lo.exact and lo.devices < hi.devices:
         walk.warnings.append(
@@ -126,20 +124,16 @@ def _func_requirement(
 
 def _scope_requirement(scope: Scope, walk: Walk, display: str) -> Found | None:
     """Largest requirement over every test of a class or module."""
-    found: Found | None = None
-    any_test = False
-    seen: set[str] = set()
+    tests: dict[str, FunctionNode] = {}
     for level in scope.mro():
-        for name, func in level.funcs.items():
-            if name.startswith("test") and name not in seen:
-                seen.add(name)
-                any_test = True
-                found = merge(found, _func_requirement(scope, func, None, walk, display), walk)
-    for name, cls in scope.classes.items():
-        if name.startswith("Test"):
-            found = merge(found, _scope_requirement(cls, walk, display), walk)
-            any_test = True
-    return found if any_test else _inherited(scope)
+        tests |= {n: f for n, f in level.funcs.items() if n.startswith("test") and n not in tests}
+    classes = [cls for name, cls in scope.classes.items() if name.startswith("Test")]
+    found: Found | None = None
+    for func in tests.values():
+        found = merge(found, _func_requirement(scope, func, None, walk, display), walk)
+    for cls in classes:
+        found = merge(found, _scope_requirement(cls, walk, display), walk)
+    return found if tests or classes else _inherited(scope)
 
 
 def test_requirement(module: TestModule, tid: TestId, walk: Walk) -> Found | None:

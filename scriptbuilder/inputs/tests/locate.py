@@ -36,8 +36,6 @@ def exists(tid: TestId, path: str) -> bool:
 
 
 def locate(cmd: PytestCommand, repo_root: str | None, step_dir: str | None) -> Located:
-    if not cmd.ids:
-        return Located()
     if not repo_root:
         return Located(
             warnings=["no local checkout (repo_root) to check the test ids against; pass repo_root"]
