@@ -120,14 +120,13 @@ def _inspect(test_cmd: str, find: Find, top: str | None) -> InspectResult:
         filters.append(expression_filter(exprs[-1], flag == "-k") if exprs else None)
         if exprs and filters[-1] is None:
             result.warnings.append(f"{flag} {exprs[-1]!r} is not an expression read here; ignored")
-    select, keywords = filters
-    walk = Walk(result.warnings, select, keywords)
+    walk = Walk(result.warnings, filters[0], filters[1])
     unmarked: list[TestId] = []
     stages: list[testdb.Stage] = []
     for tid, path in located:
         before = walk.selected
         need = (_folder_need if tid.folder else _file_need)(tid, path, walk, top)
-        if (select or keywords) and walk.selected == before:
+        if any(filters) and walk.selected == before:
             walk.warnings.append(f"no test of {tid} matches the command's -m/-k expressions")
             continue
         if need is None and (need := _label_need(tid)) is not None:

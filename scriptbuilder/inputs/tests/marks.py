@@ -80,9 +80,8 @@ def iter_marks(
         if isinstance(expr, (ast.List, ast.Tuple)):
             yield from iter_marks(expr.elts, module, depth, line)
         elif isinstance(expr, ast.Name) and depth < _MAX_NAME_DEPTH:
-            value = module.names.get(expr.id)
-            if value is not None:
-                yield from iter_marks([value], module, depth + 1, line)
+            bound = module.names.get(expr.id)
+            yield from iter_marks([bound] if bound else [], module, depth + 1, line)
         else:
             yield expr, line
 
@@ -97,8 +96,7 @@ def int_value(
 ) -> int | None:
     """An int expression of constants, names bound in ``env`` or the module, ``+ - * //``."""
     if isinstance(node, ast.Constant):
-        value = node.value
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return node.value if type(node.value) is int else None  # (not a bool)
     if isinstance(node, ast.Name) and depth < _MAX_NAME_DEPTH:
         bound = env.get(node.id) if env and node.id in env else module.names.get(node.id)
         return int_value(bound, module, env, depth + 1) if bound is not None else None

@@ -124,8 +124,7 @@ def parse_command(test_cmd: str) -> PytestCommand:
     for words, is_pytest in zip(groups, runs_pytest, strict=True):
         if words[0] == "cd":
             has_cd = True
-            if len(words) > 1:
-                cwd = _join_cwd(cwd, words[1])
+            cwd = _join_cwd(cwd, words[1]) if len(words) > 1 else cwd
             continue
         if with_pytest and not is_pytest:
             continue

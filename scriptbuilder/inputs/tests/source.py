@@ -29,9 +29,7 @@ class Scope:
 
     @property
     def qualname(self) -> str:
-        if self.parent is None:
-            return ""
-        outer = self.parent.qualname
+        outer = self.parent.qualname if self.parent is not None else ""
         return f"{outer}::{self.name}" if outer else self.name
 
     def mro(self) -> Iterator[Scope]:
