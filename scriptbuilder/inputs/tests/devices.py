@@ -20,8 +20,7 @@ from scriptbuilder.inputs.tests.marks import Found
 from scriptbuilder.inputs.tests.selectors import TestId
 from scriptbuilder.inputs.tests.source import FunctionNode, Scope, TestModule
 
-#: Combinations of parametrize cases looked at per test, at most.
-_MAX_COMBOS = 512
+_MAX_COMBOS = 512  # combinations of parametrize cases looked at per test, at most
 
 
 @dataclass

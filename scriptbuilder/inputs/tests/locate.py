@@ -83,8 +83,7 @@ def locate(cmd: PytestCommand, repo_root: str | None, step_dir: str | None) -> L
                 tried = ", ".join(join(step_dir, d).rstrip("/") for d in STEP_DIRS)
                 kind = "folder" if tid.folder else "file"
                 missing.append(f"test {kind} {tid.path} not found under {tried} ({tid})")
-    for tid in found[chosen]:
-        paths[tid] = join(repo_root, chosen, tid.path)
+    paths |= {tid: join(repo_root, chosen, tid.path) for tid in found[chosen]}
     reason = (
         f"the test ids resolve under {chosen}, not in the project folder, and the command "
         "has no cd (pytest reads them from its working directory)"

@@ -50,8 +50,7 @@ class Case:
     id: str | None  # None: not computable statically, matches anything
     marks: list[ast.expr]
     index: int
-    #: argument name -> value expression, when known
-    values: dict[str, ast.expr] = field(default_factory=dict)
+    values: dict[str, ast.expr] = field(default_factory=dict)  # argument name -> value, if known
 
 
 def callee_name(node: ast.expr) -> str | None:

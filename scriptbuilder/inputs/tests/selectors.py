@@ -91,9 +91,8 @@ def _parse_selector(word: str, cwd: str | None, folders: bool) -> TestId | None:
     if "=" in head or "[" in head or not head:
         return None
     if not head.endswith(".py"):
-        if not folders or rest:
-            return None
-        return TestId(posixpath.normpath(head), cwd=cwd, folder=True)
+        folder = folders and not rest  # a folder only as pytest's own argument
+        return TestId(posixpath.normpath(head), cwd=cwd, folder=True) if folder else None
     rest, bracket, case_text = rest.partition("[")
     case = case_text.removesuffix("]") if bracket else None
     names = [name for name in rest.split("::") if name]
@@ -115,7 +114,6 @@ def parse_command(test_cmd: str) -> PytestCommand:
         return PytestCommand()
     groups = [[t.value for t in group] for group in simple_commands(tokens)]
     runs_pytest = [any(_is_pytest_word(w) for w in words) for words in groups]
-    with_pytest = any(runs_pytest)
     found: list[TestId] = []
     mark_exprs: list[str] = []
     keyword_exprs: list[str] = []
@@ -126,7 +124,7 @@ def parse_command(test_cmd: str) -> PytestCommand:
             has_cd = True
             cwd = _join_cwd(cwd, words[1]) if len(words) > 1 else cwd
             continue
-        if with_pytest and not is_pytest:
+        if any(runs_pytest) and not is_pytest:
             continue
         after_pytest = False  # past the pytest word: the words are pytest's arguments
         pending: str | None = None  # an option waiting for its value
