@@ -37,9 +37,8 @@ def _value(node: ast.expr, env: Env) -> object:
         return ... if inner is ... else not inner
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _OPS:
         left, right = _value(node.left, env), _value(node.comparators[0], env)
-        if left is ... or right is ...:
-            return ...
-        return getattr(left, _OPS[type(node.ops[0])])(right)
+        unknown = left is ... or right is ...
+        return ... if unknown else getattr(left, _OPS[type(node.ops[0])])(right)
     return ...
 
 
@@ -49,11 +48,9 @@ def _needs(
     """``(count, exact)`` needs for the test to run, from a skip condition."""
     if isinstance(cond, ast.BoolOp) and not negated:
         parts = [_needs(value, env, module) for value in cond.values]
-        if isinstance(cond.op, ast.Or):
-            return [need for part in parts for need in part]
         rest = [v for v, part in zip(cond.values, parts, strict=True) if not part]
-        held = all(_value(v, env) is True for v in rest)
-        return [need for part in parts for need in part] if held and len(rest) < len(parts) else []
+        held = all(_value(v, env) is True for v in rest) and len(rest) < len(parts)
+        return [n for part in parts for n in part] if isinstance(cond.op, ast.Or) or held else []
     if isinstance(cond, ast.UnaryOp) and isinstance(cond.op, ast.Not):
         return _needs(cond.operand, env, module, not negated)
     if not isinstance(cond, ast.Compare) or len(cond.ops) != 1:
