@@ -1,20 +1,12 @@
 """How many GPUs a pytest command needs, and where it must run, read from the test
-source (never imported).
+source (never imported): :mod:`.selectors` (the test ids), :mod:`.locate` (where pytest
+finds them), :mod:`.source` (a file and its conftest.py files), :mod:`.marks`,
+:mod:`.evidence` and :mod:`.devices` (the need of one test), :mod:`.testdb` (CI stages).
 
-* :mod:`.selectors`: the test ids of a command line;
-* :mod:`.locate`: the directory from which pytest finds them;
-* :mod:`.source`: a test file's module and classes, and its conftest.py files;
-* :mod:`.marks`: device marks, parametrized cases, ``-m`` and ``-k`` expressions;
-* :mod:`.evidence`: what the body, its helpers and the case say;
-* :mod:`.devices`: the need of one selected test;
-* :mod:`.testdb`: the CI stages (and their GPUs) that list a test.
-
-Beyond the file: a folder selector takes the largest need over its test
-files; a case id carrying ``gpus:N`` (or ``tp:N``, times ``pp:M``) labels, as
-generated perf tests do, needs that many GPUs when the source says nothing.
-Several selectors in one command: the largest need.  When the source says
-nothing, the largest ``system_gpu_count`` of the test-db stages listing the
-test, with a warning; a need above every such stage is warned about too.
+A folder takes the largest need over its test files, several selectors the largest need;
+a case id with ``gpus:N`` (or ``tp:N`` x ``pp:M``) labels needs that many when the source
+says nothing, and then the largest ``system_gpu_count`` of the test-db stages listing the
+test, with a warning (a need above every such stage is warned about too).
 """
 
 from __future__ import annotations
@@ -22,13 +14,13 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from scriptbuilder.inputs.tests import testdb
-from scriptbuilder.inputs.tests.devices import Found, Walk, merge, test_requirement
-from scriptbuilder.inputs.tests.locate import STEP_DIRS, locate
-from scriptbuilder.inputs.tests.marks import keyword_filter, mark_filter
+from scriptbuilder.inputs.tests.devices import Walk, merge, test_requirement
+from scriptbuilder.inputs.tests.locate import exists, locate
+from scriptbuilder.inputs.tests.marks import Found, Select, expression_filter
 from scriptbuilder.inputs.tests.selectors import (
     PytestCommand,
     TestId,
@@ -38,20 +30,10 @@ from scriptbuilder.inputs.tests.selectors import (
 )
 from scriptbuilder.inputs.tests.source import read_module
 
-__all__ = [
-    "STEP_DIRS",
-    "DeviceRequirement",
-    "InspectResult",
-    "TestId",
-    "inspect_tests",
-    "is_perf_sanity",
-    "parse_test_ids",
-    "required_devices",
-]
+__all__ = ["InspectResult", "TestId", "inspect_tests", "is_perf_sanity", "parse_test_ids"]
+__all__ += ["required_devices"]
 
-_GPUS_LABEL = re.compile(r"(?<![\w.])gpus:(\d+)")
-_TP_LABEL = re.compile(r"(?<![\w.])tp:(\d+)")
-_PP_LABEL = re.compile(r"(?<![\w.])pp:(\d+)")
+_LABELS = re.compile(r"(?<![\w.])(gpus|tp|pp):(\d+)")
 _TEST_FILE = re.compile(r"test_\w*\.py|\w+_test\.py")
 
 
@@ -79,16 +61,17 @@ class InspectResult:
 
 def _label_need(tid: TestId) -> Found | None:
     """``gpus:N`` / ``tp:N`` (x ``pp:M``) labels of a (generated perf) case id."""
-    case = tid.case or ""
-    if gpus := _GPUS_LABEL.search(case):
-        n = int(gpus.group(1))
-        return Found(n, f"gpus:{n} label", str(tid), 0) if n >= 1 else None
-    if tp := _TP_LABEL.search(case):
-        pp = _PP_LABEL.search(case)
-        n = int(tp.group(1)) * (int(pp.group(1)) if pp else 1)
-        label = f"tp:{tp.group(1)}" + (f" x pp:{pp.group(1)}" if pp else "") + " labels"
-        return Found(n, label, str(tid), 0) if n >= 1 else None
-    return None
+    labels = dict(reversed(_LABELS.findall(tid.case or "")))  # the first of each kind
+    if "gpus" in labels:
+        n = int(labels["gpus"])
+        label = f"gpus:{n} label"
+    elif "tp" in labels:
+        n = int(labels["tp"]) * int(labels.get("pp", 1))
+        pp = f" x pp:{labels['pp']}" if "pp" in labels else ""
+        label = f"tp:{labels['tp']}{pp} labels"
+    else:
+        return None
+    return Found(n, label, 0, where=str(tid)) if n >= 1 else None
 
 
 def _file_need(tid: TestId, path: str, walk: Walk, top: str | None) -> Found | None:
@@ -101,11 +84,9 @@ def _file_need(tid: TestId, path: str, walk: Walk, top: str | None) -> Found | N
     except (SyntaxError, ValueError) as exc:  # ValueError: NUL bytes, or too large
         walk.warnings.append(f"test file {tid.path}: {exc}")
         return None
-    own = Walk(select=walk.select, keywords=walk.keywords)
-    found = test_requirement(module, tid, own)
-    walk.warnings.extend(own.warnings)
-    walk.selected += own.selected
-    walk.evidence += [replace(f, file=f.file or tid.path) for f in own.evidence]
+    start = len(walk.evidence)
+    found = test_requirement(module, tid, walk)
+    walk.evidence[start:] = [replace(f, file=f.file or tid.path) for f in walk.evidence[start:]]
     return replace(found, file=found.file or tid.path) if found is not None else None
 
 
@@ -122,37 +103,30 @@ def _folder_need(tid: TestId, path: str, walk: Walk, top: str | None) -> Found |
     return found
 
 
-def _filters(cmd: PytestCommand, warnings: list[str]) -> Walk:
-    """A walk applying the command's last ``-m`` and ``-k`` (as pytest does)."""
-    walk = Walk(warnings=warnings)
-    for flag, exprs, make in (
-        ("-m", cmd.mark_exprs, mark_filter),
-        ("-k", cmd.keyword_exprs, keyword_filter),
-    ):
-        chosen = make(exprs[-1]) if exprs else None
-        if exprs and chosen is None:
-            warnings.append(f"{flag} {exprs[-1]!r} is not an expression read here; ignored")
-        walk.select, walk.keywords = (
-            (chosen, walk.keywords) if flag == "-m" else (walk.select, chosen)
-        )
-    return walk
+Find = Callable[[PytestCommand, InspectResult], Iterable[tuple[TestId, str]]]
 
 
-def _inspect(
-    cmd: PytestCommand,
-    located: Iterable[tuple[TestId, str]],
-    result: InspectResult,
-    top: str | None,
-) -> None:
+def _inspect(test_cmd: str, find: Find, top: str | None) -> InspectResult:
+    """The GPUs the selectors of ``test_cmd`` need, each read from the file ``find`` gives."""
+    cmd = parse_command(test_cmd)
+    result = InspectResult(None, [], cmd.ids)
+    if not cmd.ids:
+        result.warnings.append(f"no test file (*.py) found in test command: {test_cmd}")
+        return result
+    located = find(cmd, result)
     best: Found | None = None
-    walk = _filters(cmd, result.warnings)
+    filters: list[Select | None] = []  # the command's last -m and -k, as pytest reads them
+    for flag, exprs in (("-m", cmd.mark_exprs), ("-k", cmd.keyword_exprs)):
+        filters.append(expression_filter(exprs[-1], flag == "-k") if exprs else None)
+        if exprs and filters[-1] is None:
+            result.warnings.append(f"{flag} {exprs[-1]!r} is not an expression read here; ignored")
+    walk = Walk(result.warnings, filters[0], filters[1])
     unmarked: list[TestId] = []
     stages: list[testdb.Stage] = []
     for tid, path in located:
-        own = Walk(select=walk.select, keywords=walk.keywords, evidence=walk.evidence)
-        need = (_folder_need if tid.folder else _file_need)(tid, path, own, top)
-        walk.warnings.extend(own.warnings)
-        if (walk.select or walk.keywords) and own.selected == 0:
+        before = walk.selected
+        need = (_folder_need if tid.folder else _file_need)(tid, path, walk, top)
+        if any(filters) and walk.selected == before:
             walk.warnings.append(f"no test of {tid} matches the command's -m/-k expressions")
             continue
         if need is None and (need := _label_need(tid)) is not None:
@@ -183,41 +157,20 @@ def _inspect(
         )
     elif unmarked and best is None:
         result.warnings.extend(f"no GPU-count marker found for {tid}" for tid in unmarked)
+    return result
 
 
 def inspect_tests(test_cmd: str, repo_root: str | None, step_dir: str | None) -> InspectResult:
     """Where the command's tests are (see :mod:`.locate`) and the GPUs they need."""
-    cmd = parse_command(test_cmd)
-    result = InspectResult(None, [], cmd.ids)
-    if not cmd.ids:
-        result.warnings.append(f"no test file (*.py) found in test command: {test_cmd}")
-        return result
-    located = locate(cmd, repo_root, step_dir)
-    result.warnings.extend(located.warnings)
-    result.missing = located.missing
-    result.workdir, result.workdir_reason = located.workdir, located.reason
-    _inspect(
-        cmd,
-        [(tid, located.paths[tid]) for tid in cmd.ids if tid in located.paths],
-        result,
-        repo_root,
-    )
-    return result
 
+    def find(cmd: PytestCommand, result: InspectResult) -> list[tuple[TestId, str]]:
+        located = locate(cmd, repo_root, step_dir)
+        result.warnings.extend(located.warnings)
+        result.missing = located.missing
+        result.workdir, result.workdir_reason = located.workdir, located.reason
+        return [(tid, located.paths[tid]) for tid in cmd.ids if tid in located.paths]
 
-def _candidates(tid: TestId, roots: Sequence[str]) -> list[str]:
-    path = tid.path
-    if os.path.isabs(path):
-        return [path]
-    join = os.path.join
-    out: list[str] = []
-    if tid.cwd is not None:
-        if os.path.isabs(tid.cwd):
-            out.append(join(tid.cwd, path))
-        else:
-            out.extend(join(root, tid.cwd, path) for root in roots)
-    out.extend(join(root, path) for root in roots)
-    return out
+    return _inspect(test_cmd, find, repo_root)
 
 
 def required_devices(
@@ -225,23 +178,24 @@ def required_devices(
 ) -> InspectResult:
     """GPUs the command's tests need, each selector looked up under the first of
     ``search_roots`` that holds it (``.requirement`` is None when nothing says)."""
-    cmd = parse_command(test_cmd)
-    result = InspectResult(None, [], cmd.ids)
-    if not cmd.ids:
-        result.warnings.append(f"no test file (*.py) found in test command: {test_cmd}")
-        return result
     roots = [os.fspath(root) for root in search_roots]
-    located: list[tuple[TestId, str]] = []
-    for tid in cmd.ids:
-        candidates = _candidates(tid, roots)
-        exists = os.path.isdir if tid.folder else os.path.isfile
-        path = next((c for c in candidates if exists(c)), None)
-        if path is None:
-            depth = len(tid.path.split("/"))
-            bases = [c.rsplit("/", depth)[0] for c in candidates]
-            tried = ", ".join(dict.fromkeys(bases)) or "(no search roots)"
-            result.warnings.append(f"test file {tid.path} not found under {tried}")
-        else:
-            located.append((tid, path))
-    _inspect(cmd, located, result, None)
-    return result
+
+    def find(cmd: PytestCommand, result: InspectResult) -> list[tuple[TestId, str]]:
+        located: list[tuple[TestId, str]] = []
+        for tid in cmd.ids:
+            cwd, rel = tid.cwd, tid.path
+            heads = [] if cwd is None else [os.path.join(root, cwd) for root in roots]
+            heads = [cwd] if cwd is not None and os.path.isabs(cwd) else heads
+            candidates = [os.path.join(head, rel) for head in [*heads, *roots]]
+            candidates = [rel] if os.path.isabs(rel) else candidates
+            path = next((c for c in candidates if exists(tid, c)), None)
+            if path is None:
+                depth = len(tid.path.split("/"))
+                bases = [c.rsplit("/", depth)[0] for c in candidates]
+                tried = ", ".join(dict.fromkeys(bases)) or "(no search roots)"
+                result.warnings.append(f"test file {tid.path} not found under {tried}")
+            else:
+                located.append((tid, path))
+        return located
+
+    return _inspect(test_cmd, find, None)

@@ -1,78 +1,43 @@
 """How many GPUs one selected test (a case, a function, a class, a file) needs.
 
-Each case of a test (each combination of its parametrize decorators' cases)
-needs the largest of what every piece of evidence says:
-
-* device marks: the closest level that carries one: the case's
-  ``pytest.param(marks=...)`` > the function's decorators > its class
-  (decorators and class-body ``pytestmark``), then the class's in-file base
-  classes, then an enclosing class > the module ``pytestmark``.  Several
-  device marks on one level: the largest;
-* the body, the helpers it calls and the case's parameters and id, with the
-  case's values bound (:mod:`.evidence`); an exact-count guard makes the need
-  exact.
-
-Case ids join the parametrize decorators' id parts bottom decorator first,
-then the class's, then the module's, with ``-`` (pytest's order).  A selector
-naming a case takes the cases matching it; one naming no case (or a case that
-matches none, which adds a warning) takes the largest need over all cases; a
-class or a whole file, the largest over every test in it.  With a ``-m``
-expression, only the cases whose marks satisfy it count; with ``-k``, those
-whose names match it.
-"""
+Each case needs the largest of its device marks (the closest level carrying one: the
+case's ``pytest.param(marks=...)``, the function, its class and in-file bases, enclosing
+classes, the module) and of what :mod:`.evidence` reads.  Case ids join the parametrize
+id parts bottom decorator first, then the class's, then the module's (pytest's order).  A
+selector naming no case, or a case matching none (with a warning), takes the largest need
+over all cases; ``-m`` and ``-k`` keep only the cases they select."""
 
 from __future__ import annotations
 
 import ast
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from scriptbuilder.inputs.tests import marks as m
 from scriptbuilder.inputs.tests.evidence import body_hits, case_hits
+from scriptbuilder.inputs.tests.marks import Found
 from scriptbuilder.inputs.tests.selectors import TestId
 from scriptbuilder.inputs.tests.source import FunctionNode, Scope, TestModule
 
-#: Combinations of parametrize cases looked at per test, at most.
-_MAX_COMBOS = 512
-
-
-@dataclass(frozen=True)
-class Found:
-    """A need read from a file: ``label`` on ``where``, line ``lineno``."""
-
-    devices: int
-    label: str
-    where: str
-    lineno: int
-    exact: bool = False
-    #: The file, as the selector names it (or the conftest.py it was read from).
-    file: str = ""
-
-    def source(self) -> str:
-        if not self.lineno:
-            return f"{self.label} in the test id {self.where}"
-        return f"{self.label} on {self.where} in {self.file}:{self.lineno}"
+_MAX_COMBOS = 512  # combinations of parametrize cases looked at per test, at most
 
 
 @dataclass
 class Walk:
-    """What one lookup collects: warnings, every piece of evidence, and how many
-    cases passed the ``-m`` and ``-k`` filters (tests over mark names / keywords)."""
+    """What one lookup collects: warnings, evidence, and how many cases passed ``-m``/``-k``."""
 
     warnings: list[str] = field(default_factory=list)
-    select: Callable[[set[str]], bool] | None = None
-    keywords: Callable[[set[str]], bool] | None = None
+    select: m.Select | None = None
+    keywords: m.Select | None = None
     selected: int = 0
     evidence: list[Found] = field(default_factory=list)
 
 
 def merge(a: Found | None, b: Found | None, walk: Walk) -> Found | None:
     """The larger need; exact only when the smaller one runs with that many GPUs too."""
-    if a is None:
-        return b
-    if b is None:
-        return a
+    if a is None or b is None:
+        return a or b
     hi, lo = (a, b) if a.devices >= b.devices else (b, a)
     if lo.exact and lo.devices < hi.devices:
         walk.warnings.append(
@@ -85,31 +50,27 @@ def merge(a: Found | None, b: Found | None, walk: Walk) -> Found | None:
     return hi
 
 
-def _found(hit: m.Hit | None, where: str) -> Found | None:
-    return Found(hit.devices, hit.label, where, hit.lineno, hit.exact, hit.file) if hit else None
+def _found(hit: Found | None, where: str) -> Found | None:
+    return replace(hit, where=where) if hit else None
 
 
 def _levels(scope: Scope) -> Iterator[tuple[list[ast.expr], str]]:
     """Marks above a test, closest first: class (and bases), outer classes, module."""
     current: Scope | None = scope
-    while current is not None and current.kind == "class":
+    while current is not None and current.parent is not None:
         for level in current.mro():
-            yield (
-                level.marks,
-                level.qualname
-                if level is current
-                else f"{level.qualname} (base of {current.name})",
-            )
+            base = "" if level is current else f" (base of {current.name})"
+            yield level.marks, level.qualname + base
         current = current.parent
-    yield scope.module.module_marks(), "module"
+    yield scope.module.root.marks, "module"
 
 
-def _find_func(scope: Scope, name: str) -> FunctionNode | None:
-    return next((f for level in scope.mro() if (f := level.funcs.get(name)) is not None), None)
-
-
-def _combo_id(combo: tuple[m.Case, ...]) -> str:
-    return "-".join(c.id if c.id is not None else f"#{c.index}" for c in combo)
+def _inherited(scope: Scope) -> Found | None:
+    """The closest device marks above a test."""
+    for exprs, label in _levels(scope):
+        if (hit := m.best_hit(exprs, scope.module)) is not None:
+            return _found(hit, label)
+    return None
 
 
 def _func_requirement(
@@ -122,35 +83,26 @@ def _func_requirement(
     names: set[str] = set()
     levels = [(list(reversed(func.decorator_list)), qual), *_levels(owner)]
     for exprs, label in levels:
-        level_hits: list[m.Hit] = []
-        for mark, line in m.iter_marks(exprs, module):
+        for mark, _line in m.iter_marks(exprs, module):
             names.add(m.mark_name(mark)[0] or "")
-            cases = m.parametrize_cases(mark, module)
-            if cases is not None:
+            if (cases := m.parametrize_cases(mark, module)) is not None:
                 params.append(cases)
-                continue
-            hit = m.device_hit(mark, line, module)
-            if hit is not None:
-                level_hits.append(hit)
-        if inherited is None and level_hits:
-            inherited = _found(m.best(level_hits), label)
+        inherited = inherited or _found(m.best_hit(exprs, module), label)
 
-    combos: list[tuple[m.Case, ...]] = [()]
-    if params:
-        combos = m.match_case(case, params) if case is not None else []
-        if case is not None and not combos:
-            walk.warnings.append(
-                f"case [{case}] of {display}::{qual} matches none of its parametrize ids;"
-                " using the largest requirement over all its cases"
-            )
-        if not combos:
-            combos = list(itertools.islice(itertools.product(*params), _MAX_COMBOS))
+    combos = m.match_case(case, params) if case is not None and params else []
+    if case is not None and params and not combos:
+        walk.warnings.append(
+            f"case [{case}] of {display}::{qual} matches none of its parametrize ids;"
+            " using the largest requirement over all its cases"
+        )
+    combos = combos or list(itertools.islice(itertools.product(*params), _MAX_COMBOS))
     found: Found | None = None
     words = {display.rpartition("/")[2], *qual.split("::")}
     for combo in combos:
         combo_marks = [expr for c in combo for expr in c.marks]
         marked = names | m.mark_names(combo_marks, module)
-        case_id = case if case is not None else _combo_id(combo) if combo else None
+        auto = "-".join(c.id if c.id is not None else f"#{c.index}" for c in combo)
+        case_id = case if case is not None else auto if combo else None
         item = {*words, *marked, f"{func.name}[{case_id}]" if case_id else func.name}
         unknown = any(c.id is None for c in combo)  # -k cannot tell: the case counts
         if (walk.select and not walk.select(marked)) or (
@@ -160,7 +112,7 @@ def _func_requirement(
         walk.selected += 1
         where = f"{qual}[{case_id}]" if combo else qual
         values = {name: value for c in combo for name, value in c.values.items()}
-        need = _found(m.best(m.hits(combo_marks, module)), where) or inherited
+        need = _found(m.best_hit(combo_marks, module), where) or inherited
         hits = [*body_hits(func, values, module, owner), *case_hits(func, case_id, values, module)]
         for piece in [need, *(_found(hit, where) for hit in hits)]:
             if piece is not None:
@@ -171,51 +123,35 @@ def _func_requirement(
 
 def _scope_requirement(scope: Scope, walk: Walk, display: str) -> Found | None:
     """Largest requirement over every test of a class or module."""
+    tests: dict[str, FunctionNode] = {}
+    for level in scope.mro():
+        tests |= {n: f for n, f in level.funcs.items() if n.startswith("test") and n not in tests}
+    classes = [cls for name, cls in scope.classes.items() if name.startswith("Test")]
     found: Found | None = None
-    any_test = False
-    seen: set[str] = set()
-    levels = [scope] if scope.kind == "module" else list(scope.mro())
-    for level in levels:
-        for name, func in level.funcs.items():
-            if name.startswith("test") and name not in seen:
-                seen.add(name)
-                any_test = True
-                found = merge(found, _func_requirement(scope, func, None, walk, display), walk)
-    for name, cls in scope.classes.items():
-        if name.startswith("Test"):
-            found = merge(found, _scope_requirement(cls, walk, display), walk)
-            any_test = True
-    if not any_test:
-        for exprs, label in _levels(scope):
-            hit = m.best(m.hits(exprs, scope.module))
-            if hit is not None:
-                return _found(hit, label)
-    return found
+    for func in tests.values():
+        found = merge(found, _func_requirement(scope, func, None, walk, display), walk)
+    for cls in classes:
+        found = merge(found, _scope_requirement(cls, walk, display), walk)
+    return found if tests or classes else _inherited(scope)
 
 
 def test_requirement(module: TestModule, tid: TestId, walk: Walk) -> Found | None:
     """What ``tid`` needs in ``module``."""
     display = tid.path
     names = [*(tid.cls.split("::") if tid.cls else []), *([tid.func] if tid.func else [])]
-    if not names:
-        return _scope_requirement(module.root, walk, display)
     scope = module.root
     for i, name in enumerate(names):
         last = i == len(names) - 1
-        func = _find_func(scope, name) if last else None
+        func = next((f for lvl in scope.mro() if (f := lvl.funcs.get(name)) and last), None)
         if func is not None:
             return _func_requirement(scope, func, tid.case, walk, display)
-        cls = module.find_class(name) if scope.kind == "module" else scope.classes.get(name)
+        cls = scope.classes.get(name)
         if cls is None:
             kind = "test" if last else "class"
             walk.warnings.append(
                 f"{kind} {name} not found in {display}; using the markers of "
                 f"{scope.qualname or 'the module'}"
             )
-            for exprs, label in _levels(scope):
-                hit = _found(m.best(m.hits(exprs, module)), label)
-                if hit is not None:
-                    return hit
-            return None
+            return _inherited(scope)
         scope = cls
     return _scope_requirement(scope, walk, display)

@@ -1,22 +1,7 @@
-"""What a test says about its GPUs beyond its device marks.
-
-* Guards: ``if <device count compared with N>: skip`` at the top of the body
-  (after simple assignments such as ``world_size = tp * pp``); ``<``, ``<=``,
-  ``>``, ``>=`` give at least N, ``!=`` (and ``not ... ==``) exactly N; ``or``
-  takes every side, ``and`` only when its other sides hold for the case.
-* Launchers: a call that starts N ranks (``spawn(..., nprocs=N)``,
-  ``world_size=N``, an MPI pool of N workers), ``mpirun -n N`` or
-  ``--tp_size N`` (x ``--pp_size``) in a command (a string or a list of words).
-* Parallel sizes: ``tensor_parallel_size`` x ``pipeline_parallel_size`` x
-  ``context_parallel_size`` (or ``tp_size``...) passed to one call or written in
-  one dict.
-* Helpers: a call of a function of the module, of its conftest.py files or of
-  the test's class, its arguments bound, is read the same way (a few levels).
-* The case: parallel-size parameters (``tp_size`` x ``pp_size`` x ``cp_size``,
-  ``world_size``, ``gpu_count``...) and labels in the case id and the test's
-  name (``tp8``, ``tp2pp2``, ``_tp4``, ``ulysses4``, ``cfg2``, ``attn2d_2x2``,
-  ``4gpus``).
-"""
+"""What a test says about its GPUs beyond its device marks: skip guards at the top of
+its body, launchers (``spawn(nprocs=N)``, ``world_size=N``, MPI pools, ``mpirun -n N``,
+``--tp_size N``), parallel sizes passed to one call or written in one dict, the helpers it
+calls (read the same way, arguments bound), and the case's parameters and id labels."""
 
 from __future__ import annotations
 
@@ -25,10 +10,9 @@ import math
 import re
 from collections.abc import Iterator
 
-from scriptbuilder.inputs.tests.marks import Hit, callee_name, int_value, is_device_count
+from scriptbuilder.inputs.tests.marks import Env, Found, callee_name, count_compare, int_value
 from scriptbuilder.inputs.tests.source import FunctionNode, Scope, TestModule
 
-Env = dict[str, ast.expr]
 _SIZES = {"tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size"}
 _SIZES |= {"tp_size", "pp_size", "cp_size", "tp", "pp", "cp", "ulysses_size", "cfg_size"}
 _WORLD = {"world_size", "gpu_count", "num_gpus", "n_gpus", "nprocs", "mpi_pool_executor"}
@@ -39,7 +23,6 @@ _LABEL = re.compile(r"(?<![A-Za-z])(tp|pp|cp|ulysses|cfg|ring)_?(\d+)(?!\d)")
 _GRID = re.compile(r"(?<![A-Za-z])attn2d_(\d+)x(\d+)")
 _GPUS = re.compile(r"(?<![A-Za-z\d])(\d+)_?gpus?(?![A-Za-z])")
 _DEPTH = 3
-_FLIP = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE, ast.NotEq: ast.NotEq}
 _OPS = {ast.Eq: "__eq__", ast.NotEq: "__ne__", ast.Lt: "__lt__", ast.Gt: "__gt__"}
 
 
@@ -54,9 +37,8 @@ def _value(node: ast.expr, env: Env) -> object:
         return ... if inner is ... else not inner
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _OPS:
         left, right = _value(node.left, env), _value(node.comparators[0], env)
-        if left is ... or right is ...:
-            return ...
-        return getattr(left, _OPS[type(node.ops[0])])(right)
+        unknown = left is ... or right is ...
+        return ... if unknown else getattr(left, _OPS[type(node.ops[0])])(right)
     return ...
 
 
@@ -66,26 +48,17 @@ def _needs(
     """``(count, exact)`` needs for the test to run, from a skip condition."""
     if isinstance(cond, ast.BoolOp) and not negated:
         parts = [_needs(value, env, module) for value in cond.values]
-        if isinstance(cond.op, ast.Or):
-            return [need for part in parts for need in part]
         rest = [v for v, part in zip(cond.values, parts, strict=True) if not part]
-        held = all(_value(v, env) is True for v in rest)
-        return [need for part in parts for need in part] if held and len(rest) < len(parts) else []
+        held = all(_value(v, env) is True for v in rest) and len(rest) < len(parts)
+        return [n for part in parts for n in part] if isinstance(cond.op, ast.Or) or held else []
     if isinstance(cond, ast.UnaryOp) and isinstance(cond.op, ast.Not):
         return _needs(cond.operand, env, module, not negated)
     if not isinstance(cond, ast.Compare) or len(cond.ops) != 1:
         return []
-    op, left, right = type(cond.ops[0]), cond.left, cond.comparators[0]
-    counts = [
-        is_device_count(env.get(n.id, n) if isinstance(n, ast.Name) else n) for n in (left, right)
-    ]
-    if counts == [False, True]:
-        op, left, right = _FLIP.get(op, op), right, left
-    elif counts != [True, False]:
+    compared = count_compare(type(cond.ops[0]), cond.left, cond.comparators[0], module, env)
+    if compared is None:
         return []
-    n = int_value(right, module, env)
-    if n is None:
-        return []
+    op, n = compared
     if negated:  # "not (count == n)": skip unless exactly n
         return [(n, True)] if op is ast.Eq else []
     found = {ast.Lt: (n, False), ast.LtE: (n + 1, False), ast.NotEq: (n, True)}.get(op)
@@ -97,14 +70,12 @@ def _text(node: ast.expr, env: Env, module: TestModule) -> str | None:
     if isinstance(node, ast.Constant):
         return node.value if isinstance(node.value, str) else None
     if isinstance(node, ast.JoinedStr):
-        parts = [
-            _text(v, env, module) if isinstance(v, ast.Constant) else None for v in node.values
-        ]
-        for i, v in enumerate(node.values):
-            if isinstance(v, ast.FormattedValue):
-                n = int_value(v.value, module, env)
-                parts[i] = str(n) if n is not None else "?"
-        return "".join(p or "" for p in parts)
+        return "".join(
+            (str(n) if (n := int_value(v.value, module, env)) is not None else "?")
+            if isinstance(v, ast.FormattedValue)
+            else _text(v, env, module) or ""
+            for v in node.values
+        )
     if isinstance(node, (ast.List, ast.Tuple)):
         words = [_text(elt, env, module) for elt in node.elts]
         return " ".join(w if w is not None else "?" for w in words)
@@ -143,48 +114,41 @@ def _callee(
     func = call.func
     if isinstance(func, ast.Name) and (found := module.helper(func.id)) is not None:
         return (*found, False)
-    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and owner):
-        return None
-    if func.value.id in ("self", "cls", owner.name):
-        for level in owner.mro():
-            if (method := level.funcs.get(func.attr)) is not None:
-                return method, module, True
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and owner is not None:
+        is_method = func.value.id in ("self", "cls", owner.name)
+        method = next((f for level in owner.mro() if (f := level.funcs.get(func.attr))), None)
+        return (method, module, True) if method and is_method else None
     return None
 
 
 def body_hits(
     func: FunctionNode, params: Env, module: TestModule, owner: Scope | None, depth: int = 0
-) -> list[Hit]:
+) -> list[Found]:
     """Every device need read from ``func``'s body with ``params`` bound (see the module doc)."""
     env = dict(params)
-    out: list[Hit] = []
+    out: list[Found] = []
     where = "" if owner is None or module is owner.module else module.filename
     for stmt in func.body:
-        if (
-            isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)
-        ):
-            env[stmt.targets[0].id] = stmt.value
-        elif isinstance(stmt, ast.If) and any(
-            callee_name(c.func) == "skip" for c in _calls(stmt.body)
-        ):
-            for devices, exact in _needs(stmt.test, env, module):
-                label = f"guard `{ast.unparse(stmt.test)}` ({'exactly' if exact else 'at least'}"
-                out.append(Hit(devices, f"{label} {devices})", stmt.lineno, exact, where))
+        match stmt:
+            case ast.Assign(targets=[ast.Name(id=name)], value=value):
+                env[name] = value
+            case ast.If(body=body) if any(
+                isinstance(c, ast.Call) and callee_name(c.func) == "skip"
+                for c in ast.walk(ast.Module(body=body, type_ignores=[]))
+            ):
+                for devices, exact in _needs(stmt.test, env, module):
+                    kind = "exactly" if exact else "at least"
+                    label = f"guard `{ast.unparse(stmt.test)}` ({kind} {devices})"
+                    out.append(Found(devices, label, stmt.lineno, exact, where))
     for node in ast.walk(ast.Module(body=func.body, type_ignores=[])):
         n: int | None = None
         if isinstance(node, ast.Call):
             name = (callee_name(node.func) or "").lower()
             kws = {kw.arg: kw.value for kw in node.keywords if kw.arg}
             n = _product((k, int_value(v, module, env)) for k, v in kws.items() if k in _SIZES)
-            ranks = (
-                {"world_size"}
-                | ({"nprocs"} if "spawn" in name else set())
-                | (_POOL if "mpi" in name else set())
-            )
-            for key in ranks & kws.keys():
-                n = max(n or 0, int_value(kws[key], module, env) or 0) or None
+            ranks = {"world_size", *(["nprocs"] if "spawn" in name else [])}
+            ranks |= _POOL if "mpi" in name else set()
+            n = max([n or 0, *(int_value(kws[k], module, env) or 0 for k in ranks & kws.keys())])
             label = f"`{ast.unparse(node.func)}(...)` arguments"
             target = _callee(node, module, owner) if depth < _DEPTH else None
             if target is not None and target[0] is not func:
@@ -193,42 +157,32 @@ def body_hits(
                     helper, _bind(helper, node, env, module, method), home, owner, depth + 1
                 )
         elif isinstance(node, ast.Dict):
-            pairs = [
-                (k.value, v)
+            n = _product(
+                (k.value, int_value(v, module, env))
                 for k, v in zip(node.keys, node.values, strict=True)
-                if isinstance(k, ast.Constant)
-            ]
-            n = _product((str(k), int_value(v, module, env)) for k, v in pairs if k in _SIZES)
+                if isinstance(k, ast.Constant) and k.value in _SIZES
+            )
             label = "parallel sizes in a dict"
         elif isinstance(node, ast.expr) and (text := _text(node, env, module)) is not None:
-            label, n = f"command `{text[:60]}`", _command_size(text)
+            mpi = [int(m) for m in _MPIRUN.findall(text)]
+            flags = _product((k, int(v)) for k, v in _FLAG.findall(text))
+            label, n = f"command `{text[:60]}`", max([*mpi, flags or 0]) or None
         if n is not None and n >= 1:
-            out.append(Hit(n, label, getattr(node, "lineno", func.lineno), False, where))
+            out.append(Found(n, label, getattr(node, "lineno", func.lineno), False, where))
     return out
-
-
-def _command_size(text: str) -> int | None:
-    ranks = [int(m) for m in _MPIRUN.findall(text)]
-    flags = _product((k, int(v)) for k, v in _FLAG.findall(text))
-    return max([*ranks, flags or 0]) or None
-
-
-def _calls(body: list[ast.stmt]) -> Iterator[ast.Call]:
-    for stmt in body:
-        yield from (node for node in ast.walk(stmt) if isinstance(node, ast.Call))
 
 
 def case_hits(
     func: FunctionNode, case_id: str | None, values: Env, module: TestModule
-) -> list[Hit]:
+) -> list[Found]:
     """Parallel sizes of the case's parameters, and labels of its id and the test's name."""
-    out: list[Hit] = []
+    out: list[Found] = []
     known = {name: int_value(v, module, values) for name, v in values.items()}
     size = _product((name.split("_")[0], n) for name, n in known.items() if name in _SIZES)
     world = max([size or 0, *(n or 0 for name, n in known.items() if name in _WORLD)])
     if world >= 1:
         shown = ", ".join(f"{k}={n}" for k, n in known.items() if n and k in _SIZES | _WORLD)
-        out.append(Hit(world, f"case parameters {shown}", func.lineno))
+        out.append(Found(world, f"case parameters {shown}", func.lineno))
     for text, what in ((case_id, "case id"), (func.name, "test name")):
         if not text:
             continue
@@ -236,5 +190,5 @@ def case_hits(
         n = _product(iter([*((k, int(v)) for k, v in _LABEL.findall(text)), *grid]))
         n = max([n or 0, *(int(g) for g in _GPUS.findall(text))])
         if n >= 1:
-            out.append(Hit(n, f"{what} {text!r} labels", func.lineno))
+            out.append(Found(n, f"{what} {text!r} labels", func.lineno))
     return out

@@ -1,17 +1,10 @@
 """Where the test step runs: the directory from which pytest finds every selector.
 
-pytest reads a relative selector from its working directory.  TensorRT-LLM's
-test lists name tests relative to ``tests/integration/defs`` (and
-``unittest/...`` relative to ``tests``), and its CI runs pytest there.  So,
-when the command has no ``cd``, the selectors are looked up under the step's
-directory (the project folder), then ``tests/integration/defs``, then
-``tests``: the first that holds them all is where the step runs.  Selectors
-after a ``cd`` (and absolute ones) are read where the command puts them.
-
-The lookup is made in the local checkout (``repo_root``); the step runs under
-``step_dir``, the project folder on the execution host (the same checkout, or
-``remote_repo_path`` on a remote cluster: the same relative layout).
-"""
+TensorRT-LLM's lists name tests relative to ``tests/integration/defs`` (``unittest/...``
+relative to ``tests``) and CI runs pytest there; so, without a ``cd``, the first of the
+project folder, ``tests/integration/defs`` and ``tests`` that holds every selector in the
+local checkout (``repo_root``) is where the step runs, under ``step_dir`` (the project
+folder on the execution host).  Selectors after a ``cd``, and absolute ones, stay put."""
 
 from __future__ import annotations
 
@@ -38,17 +31,11 @@ class Located:
     warnings: list[str] = field(default_factory=list)
 
 
-def _exists(tid: TestId, path: str) -> bool:
+def exists(tid: TestId, path: str) -> bool:
     return os.path.isdir(path) if tid.folder else os.path.isfile(path)
 
 
-def _shown(rel: str) -> str:
-    return rel or "the project folder"
-
-
 def locate(cmd: PytestCommand, repo_root: str | None, step_dir: str | None) -> Located:
-    if not cmd.ids:
-        return Located()
     if not repo_root:
         return Located(
             warnings=["no local checkout (repo_root) to check the test ids against; pass repo_root"]
@@ -74,42 +61,31 @@ def locate(cmd: PytestCommand, repo_root: str | None, step_dir: str | None) -> L
             continue
         else:
             local = path
-        if _exists(tid, local):
+        if exists(tid, local):
             paths[tid] = local
         else:
             missing.append(f"test {'folder' if tid.folder else 'file'} {path} not found ({tid})")
-    if not free:
-        return Located(paths, None, "", missing, warnings)
     # The first directory holding every free selector; all of them are looked in
     # only when none does.
-    found: dict[str, list[TestId]] = {}
-    chosen: str | None = None
-    for d in STEP_DIRS:
-        found[d] = [t for t in free if _exists(t, join(repo_root, d, t.path))]
-        if len(found[d]) == len(free):
-            chosen = d
-            break
+    found = {d: [t for t in free if exists(t, join(repo_root, d, t.path))] for d in STEP_DIRS}
+    chosen = next((d for d in STEP_DIRS if len(found[d]) == len(free)), None)
     if chosen is None:
         chosen = max(STEP_DIRS, key=lambda d: len(found[d]))  # the first of the largest
-        for tid in free:
-            if tid in found[chosen]:
-                continue
+        for tid in (t for t in free if t not in found[chosen]):
             homes = [d for d in STEP_DIRS if tid in found[d]]
-            kind = "folder" if tid.folder else "file"
             if homes:
                 missing.append(
-                    f"no directory holds every test: {tid} is under {_shown(homes[0])}, "
-                    f"{found[chosen][0]} under {_shown(chosen)} only"
+                    f"no directory holds every test: {tid} is under "
+                    f"{homes[0] or 'the project folder'}, {found[chosen][0]} under "
+                    f"{chosen or 'the project folder'} only"
                 )
             else:
                 tried = ", ".join(join(step_dir, d).rstrip("/") for d in STEP_DIRS)
+                kind = "folder" if tid.folder else "file"
                 missing.append(f"test {kind} {tid.path} not found under {tried} ({tid})")
-    for tid in found[chosen]:
-        paths[tid] = join(repo_root, chosen, tid.path)
-    if not chosen:
-        return Located(paths, None, "", missing, warnings)
+    paths |= {tid: join(repo_root, chosen, tid.path) for tid in found[chosen]}
     reason = (
         f"the test ids resolve under {chosen}, not in the project folder, and the command "
         "has no cd (pytest reads them from its working directory)"
     )
-    return Located(paths, chosen, reason, missing, warnings)
+    return Located(paths, chosen or None, reason if chosen else "", missing, warnings)

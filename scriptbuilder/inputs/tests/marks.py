@@ -1,22 +1,13 @@
-"""Device marks and parametrized cases, read from ``ast`` nodes.
-
-* Device marks: ``skip_less_device(N)``, ``skip_less_mpi_world_size(N)``,
-  ``gpuN`` and ``skipif(<...device_count()> < N)`` (also ``<= N-1``,
-  ``N > ...`` and ``N-1 >= ...``), written ``pytest.mark.x`` or ``mark.x``, as
-  decorators, in ``pytestmark`` (a mark or a list/tuple) or in
-  ``pytest.param(..., marks=...)``.  Names bound at module level to a mark, a
-  list of marks or an int are followed.  ``skip_less_device_memory`` and every
-  other mark are no device count.
-* Case ids: a case's id part is its ``pytest.param(id=...)``, else its entry of
-  ``ids=[...]``, else pytest's auto id (``str`` of a constant, ``argname<index>``
-  for containers; ``name=value`` parts for TensorRT-LLM's
-  ``parametrize_with_ids``).  Parts that cannot be computed statically match
-  any text.
-"""
+"""Device marks (``skip_less_device(N)``, ``skip_less_mpi_world_size(N)``, ``gpuN``,
+``skipif(<device count> < N)``), parametrized cases and their pytest ids, and ``-m``/``-k``
+expressions, read from ``ast`` nodes.  Parts of an id that cannot be computed statically
+match any text."""
 
 from __future__ import annotations
 
 import ast
+import keyword
+import operator
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -26,18 +17,30 @@ from scriptbuilder.inputs.tests.source import TestModule
 _GPU_MARK = re.compile(r"gpu(\d+)")
 _COUNT_FUNCS = frozenset({"device_count", "get_device_count"})
 _MAX_NAME_DEPTH = 4
+Env = dict[str, ast.expr]
+#: A test over a test's mark names or keywords (``-m``, ``-k``).
+Select = Callable[[set[str]], bool]
+_ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
+_ARITH[ast.FloorDiv] = operator.floordiv
+_FLIP = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE}
 
 
 @dataclass(frozen=True)
-class Hit:
-    """A device count read from the source: ``label`` on line ``lineno``."""
+class Found:
+    """A device count read from the source: ``label`` on ``where``, line ``lineno``."""
 
     devices: int
     label: str
     lineno: int
     exact: bool = False
-    #: The file, when not the test's own (a conftest.py).
+    #: The file: a conftest.py it was read from, else the test file as the selector names it.
     file: str = ""
+    where: str = ""
+
+    def source(self) -> str:
+        if not self.lineno:
+            return f"{self.label} in the test id {self.where}"
+        return f"{self.label} on {self.where} in {self.file}:{self.lineno}"
 
 
 @dataclass
@@ -47,8 +50,7 @@ class Case:
     id: str | None  # None: not computable statically, matches anything
     marks: list[ast.expr]
     index: int
-    #: argument name -> value expression, when known
-    values: dict[str, ast.expr] = field(default_factory=dict)
+    values: dict[str, ast.expr] = field(default_factory=dict)  # argument name -> value, if known
 
 
 def callee_name(node: ast.expr) -> str | None:
@@ -63,12 +65,8 @@ def mark_name(node: ast.expr) -> tuple[str | None, ast.Call | None]:
     """``pytest.mark.x`` / ``mark.x`` (optionally called) -> ``("x", call)``."""
     call = node if isinstance(node, ast.Call) else None
     func = call.func if call is not None else node
-    if isinstance(func, ast.Attribute):
-        owner = func.value
-        if (isinstance(owner, ast.Name) and owner.id == "mark") or (
-            isinstance(owner, ast.Attribute) and owner.attr == "mark"
-        ):
-            return func.attr, call
+    if isinstance(func, ast.Attribute) and callee_name(func.value) == "mark":
+        return func.attr, call
     return None, None
 
 
@@ -81,9 +79,8 @@ def iter_marks(
         if isinstance(expr, (ast.List, ast.Tuple)):
             yield from iter_marks(expr.elts, module, depth, line)
         elif isinstance(expr, ast.Name) and depth < _MAX_NAME_DEPTH:
-            value = module.lookup(expr.id)
-            if value is not None:
-                yield from iter_marks([value], module, depth + 1, line)
+            bound = module.names.get(expr.id)
+            yield from iter_marks([bound] if bound else [], module, depth + 1, line)
         else:
             yield expr, line
 
@@ -94,33 +91,35 @@ def mark_names(exprs: Sequence[ast.expr], module: TestModule) -> set[str]:
 
 
 def int_value(
-    node: ast.expr, module: TestModule, env: dict[str, ast.expr] | None = None, depth: int = 0
+    node: ast.expr, module: TestModule, env: Env | None = None, depth: int = 0
 ) -> int | None:
     """An int expression of constants, names bound in ``env`` or the module, ``+ - * //``."""
     if isinstance(node, ast.Constant):
-        value = node.value
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return node.value if type(node.value) is int else None  # (not a bool)
     if isinstance(node, ast.Name) and depth < _MAX_NAME_DEPTH:
-        bound = env.get(node.id) if env and node.id in env else module.lookup(node.id)
+        bound = env.get(node.id) if env and node.id in env else module.names.get(node.id)
         return int_value(bound, module, env, depth + 1) if bound is not None else None
-    if isinstance(node, ast.BinOp):
+    if isinstance(node, ast.BinOp) and (op := _ARITH.get(type(node.op))) is not None:
         left = int_value(node.left, module, env, depth)
         right = int_value(node.right, module, env, depth)
-        if left is None or right is None:
+        if left is None or right is None or (op is operator.floordiv and not right):
             return None
-        if isinstance(node.op, ast.Add):
-            return left + right
-        if isinstance(node.op, ast.Sub):
-            return left - right
-        if isinstance(node.op, ast.Mult):
-            return left * right
-        if isinstance(node.op, ast.FloorDiv) and right:
-            return left // right
+        return int(op(left, right))
     return None
 
 
-def is_device_count(node: ast.expr) -> bool:
-    return isinstance(node, ast.Call) and callee_name(node.func) in _COUNT_FUNCS
+def count_compare(
+    op: type[ast.cmpop], left: ast.expr, right: ast.expr, module: TestModule, env: Env | None = None
+) -> tuple[type[ast.cmpop], int] | None:
+    """A comparison of the device count with an int, as ``(op, n)`` for ``count op n``."""
+    bound = [env.get(n.id, n) if env and isinstance(n, ast.Name) else n for n in (left, right)]
+    sides = [isinstance(n, ast.Call) and callee_name(n.func) in _COUNT_FUNCS for n in bound]
+    if sides == [False, True]:
+        op, right = _FLIP.get(op, op), left
+    elif sides != [True, False]:
+        return None
+    n = int_value(right, module, env)
+    return None if n is None else (op, n)
 
 
 def _devices_from_condition(cond: ast.expr, module: TestModule) -> int | None:
@@ -129,79 +128,42 @@ def _devices_from_condition(cond: ast.expr, module: TestModule) -> int | None:
             cond = ast.parse(cond.value, mode="eval").body
         except SyntaxError:
             return None
-    best: int | None = None
+    needs = [0]
     for node in ast.walk(cond):
-        if not isinstance(node, ast.Compare):
-            continue
-        operands = [node.left, *node.comparators]
-        for op, left, right in zip(node.ops, operands, operands[1:], strict=False):
-            need: int | None = None
-            if is_device_count(left) and (n := int_value(right, module)) is not None:
-                need = n if isinstance(op, ast.Lt) else n + 1 if isinstance(op, ast.LtE) else None
-            elif is_device_count(right) and (n := int_value(left, module)) is not None:
-                need = n if isinstance(op, ast.Gt) else n + 1 if isinstance(op, ast.GtE) else None
-            if need is not None and need >= 1 and (best is None or need > best):
-                best = need
-    return best
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            for op, left, right in zip(node.ops, operands, operands[1:], strict=False):
+                if (found := count_compare(type(op), left, right, module)) is not None:
+                    needs.append({ast.Lt: found[1], ast.LtE: found[1] + 1}.get(found[0], 0))
+    return max(needs) or None
 
 
-def device_hit(mark: ast.expr, line: int, module: TestModule) -> Hit | None:
+def device_hit(mark: ast.expr, line: int, module: TestModule) -> Found | None:
     name, call = mark_name(mark)
-    if name is None:
-        return None
     if name in ("skip_less_device", "skip_less_mpi_world_size"):
-        if call is not None and call.args:
-            n = int_value(call.args[0], module)
-            if n is not None and n >= 1:
-                return Hit(n, f"{name}({n})", line)
-        return None
-    gpu = _GPU_MARK.fullmatch(name)
-    if gpu is not None:
+        n = int_value(call.args[0], module) if call is not None and call.args else None
+        return Found(n, f"{name}({n})", line) if n is not None and n >= 1 else None
+    if name is not None and (gpu := _GPU_MARK.fullmatch(name)):
         n = int(gpu.group(1))
-        return Hit(n, name, line) if n >= 1 else None
+        return Found(n, name, line) if n >= 1 else None
     if name == "skipif" and call is not None:
-        cond = call.args[0] if call.args else None
-        for kw in call.keywords:
-            if kw.arg == "condition":
-                cond = kw.value
-        if cond is not None:
-            n = _devices_from_condition(cond, module)
-            if n is not None:
-                return Hit(n, f"skipif({ast.unparse(cond)})", line)
+        kws = {kw.arg: kw.value for kw in call.keywords}
+        cond = kws.get("condition", call.args[0] if call.args else None)
+        if cond is not None and (n := _devices_from_condition(cond, module)) is not None:
+            return Found(n, f"skipif({ast.unparse(cond)})", line)
     return None
 
 
-def best(hits: Sequence[Hit]) -> Hit | None:
-    found: Hit | None = None
-    for hit in hits:
-        if found is None or hit.devices > found.devices:
-            found = hit
-    return found
-
-
-def hits(exprs: Sequence[ast.expr], module: TestModule) -> list[Hit]:
-    out = []
-    for mark, line in iter_marks(exprs, module):
-        hit = device_hit(mark, line, module)
-        if hit is not None:
-            out.append(hit)
-    return out
-
-
-# --------------------------------------------------------------------------
-# parametrize
-# --------------------------------------------------------------------------
+def best_hit(exprs: Sequence[ast.expr], module: TestModule) -> Found | None:
+    """The largest device mark among ``exprs`` (the first of the largest)."""
+    found = (device_hit(mark, line, module) for mark, line in iter_marks(exprs, module))
+    return max((hit for hit in found if hit), key=lambda hit: hit.devices, default=None)
 
 
 def _resolve_list(node: ast.expr | None, module: TestModule) -> list[ast.expr] | None:
     for _ in range(_MAX_NAME_DEPTH):
-        if isinstance(node, ast.Name):
-            node = module.lookup(node.id)
-        else:
-            break
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return list(node.elts)
-    return None
+        node = module.names.get(node.id) if isinstance(node, ast.Name) else node
+    return list(node.elts) if isinstance(node, (ast.List, ast.Tuple)) else None
 
 
 _CONTAINERS = (
@@ -217,15 +179,19 @@ def _literal(node: ast.expr) -> tuple[bool, object]:
         return False, None
 
 
-def _auto_id(node: ast.expr, argname: str, idx: int) -> str | None:
-    """pytest's id for one parameter value, when it is statically known."""
-    if isinstance(node, _CONTAINERS):
+def _id_part(node: ast.expr, argname: str, idx: int, helper: bool) -> str | None:
+    """pytest's id for one parameter value (``name=str(value)`` for TensorRT-LLM's
+    ``parametrize_with_ids``), when it is statically known."""
+    if isinstance(node, _CONTAINERS) and not helper:
         return f"{argname}{idx}"
-    if isinstance(node, ast.Lambda):
+    if isinstance(node, ast.Lambda) and not helper:
         return "<lambda>"
     ok, value = _literal(node)
     if not ok:
         return None
+    if helper:
+        plain = value is None or isinstance(value, (str, bool, int, float))
+        return f"{argname}={value}" if plain else None
     if isinstance(value, str):
         return value.encode("unicode_escape").decode("ascii")
     if isinstance(value, bytes):
@@ -235,34 +201,12 @@ def _auto_id(node: ast.expr, argname: str, idx: int) -> str | None:
     return f"{argname}{idx}"
 
 
-def _str_id(node: ast.expr) -> str | None:
-    """``str(value)`` of a constant (TensorRT-LLM ``parametrize_with_ids``)."""
-    ok, value = _literal(node)
-    if not ok or not (value is None or isinstance(value, (str, bool, int, float))):
-        return None
-    return str(value)
-
-
-def _const_str(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    return None
-
-
-def _is_param(node: ast.expr) -> bool:
-    return isinstance(node, ast.Call) and callee_name(node.func) == "param"
-
-
 def _argnames(node: ast.expr | None) -> list[str] | None:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return [part.strip() for part in node.value.split(",") if part.strip()]
-    if isinstance(node, (ast.List, ast.Tuple)):
-        names = []
-        for elt in node.elts:
-            if not (isinstance(elt, ast.Constant) and isinstance(elt.value, str)):
-                return None
-            names.append(elt.value)
-        return names
+    value = _literal(node)[1] if node is not None else None
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, (list, tuple)) and all(isinstance(name, str) for name in value):
+        return list(value)
     return None
 
 
@@ -282,137 +226,105 @@ def parametrize_cases(mark: ast.expr, module: TestModule) -> list[Case] | None:
         return [Case(None, [], 0)]
     ids_node = None if helper else (args[3] if len(args) > 3 else kwargs.get("ids"))
     ids = _resolve_list(ids_node, module) if ids_node is not None else None
-    ids_unknown = ids_node is not None and ids is None
     cases = []
     for idx, elt in enumerate(values):
-        marks: list[ast.expr] = []
-        case_id: str | None = None
-        explicit = False
+        kws: dict[str | None, ast.expr] = {}
         vals: list[ast.expr] | None
-        if _is_param(elt):
-            assert isinstance(elt, ast.Call)
-            vals = list(elt.args)
-            for kw in elt.keywords:
-                if kw.arg == "marks":
-                    marks = [kw.value]
-                elif kw.arg == "id":
-                    if isinstance(kw.value, ast.Constant) and kw.value.value is None:
-                        continue
-                    explicit = True
-                    case_id = _const_str(kw.value)
+        if isinstance(elt, ast.Call) and callee_name(elt.func) == "param":
+            vals, kws = list(elt.args), {kw.arg: kw.value for kw in elt.keywords}
         elif len(argnames) == 1:
             vals = [elt]
         else:
             vals = list(elt.elts) if isinstance(elt, (ast.Tuple, ast.List)) else None
-        if not explicit and ids is not None and idx < len(ids):
-            entry = ids[idx]
-            if not (isinstance(entry, ast.Constant) and entry.value is None):
-                explicit = True  # (None falls back to the auto id, as in pytest)
-                case_id = _const_str(entry)
+        # The param's id, else the ids= entry; None falls back to the auto id, as in pytest.
+        given = [kws.get("id"), ids[idx] if ids is not None and idx < len(ids) else None]
+        given = [g for g in given if g and not (isinstance(g, ast.Constant) and g.value is None)]
         known = vals is not None and len(vals) == len(argnames)
-        if not explicit and not ids_unknown and vals is not None and known:
-            parts = [
-                (f"{n}={s}" if (s := _str_id(v)) is not None else None)
-                if helper
-                else _auto_id(v, n, idx)
-                for n, v in zip(argnames, vals, strict=False)
-            ]
+        case_id: str | None = None
+        if given:
+            text = given[0].value if isinstance(given[0], ast.Constant) else None
+            case_id = text if isinstance(text, str) else None
+        elif vals is not None and known and not (ids_node is not None and ids is None):
+            parts = [_id_part(v, n, idx, helper) for n, v in zip(argnames, vals, strict=False)]
             case_id = None if None in parts else "-".join(p for p in parts if p is not None)
+        marks = [kws["marks"]] if "marks" in kws else []
         bound = dict(zip(argnames, vals, strict=False)) if vals is not None and known else {}
         cases.append(Case(case_id, marks, idx, bound))
     return cases
 
 
 def match_case(case: str, params: list[list[Case]]) -> list[tuple[Case, ...]]:
-    """Every way to read ``case`` as one id part per parametrize decorator."""
+    """The ways (some 64 at most) to read ``case`` as one id part per parametrize
+    decorator (``params`` not empty)."""
     found: list[tuple[Case, ...]] = []
-    limit = 64
 
     def walk(i: int, pos: int, chosen: tuple[Case, ...]) -> None:
-        if len(found) >= limit:
+        if len(found) >= 64:
             return
-        last = i == len(params) - 1
         for option in params[i]:
             if option.id is None:  # wildcard: any non-empty run of the id
-                if last:
-                    if pos < len(case):
-                        found.append((*chosen, option))
-                else:
-                    for j in range(pos + 1, len(case)):
-                        if case[j] == "-":
-                            walk(i + 1, j + 1, (*chosen, option))
-            elif case.startswith(option.id, pos):
-                end = pos + len(option.id)
-                if last:
+                ends = [j for j in range(pos + 1, len(case) + 1) if case[j : j + 1] in ("", "-")]
+            else:
+                ends = [pos + len(option.id)] if case.startswith(option.id, pos) else []
+            for end in ends:
+                if i == len(params) - 1:
                     if end == len(case):
                         found.append((*chosen, option))
                 elif end < len(case) and case[end] == "-":
                     walk(i + 1, end + 1, (*chosen, option))
 
-    if params:
-        walk(0, 0, ())
+    walk(0, 0, ())
     return found
 
 
-# --------------------------------------------------------------------------
-# -m expressions
-# --------------------------------------------------------------------------
-
-
-def _mark_expr_ok(node: ast.expr) -> bool:
+def _evaluate(node: ast.expr, names: set[str]) -> bool:
+    """pytest's ``-m``/``-k`` grammar: names, ``and``, ``or``, ``not`` (else ValueError)."""
     if isinstance(node, ast.BoolOp):
-        return all(_mark_expr_ok(value) for value in node.values)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return _mark_expr_ok(node.operand)
-    return isinstance(node, ast.Name)
-
-
-def _matches(node: ast.expr, names: set[str]) -> bool:
-    if isinstance(node, ast.BoolOp):
-        results = (_matches(value, names) for value in node.values)
+        results = [_evaluate(value, names) for value in node.values]
         return all(results) if isinstance(node.op, ast.And) else any(results)
-    if isinstance(node, ast.UnaryOp):
-        return not _matches(node.operand, names)
-    return isinstance(node, ast.Name) and node.id in names
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return not _evaluate(node.operand, names)
+    if isinstance(node, ast.Name):
+        return node.id in names
+    raise ValueError(ast.unparse(node))
 
 
-def mark_filter(expr: str) -> Callable[[set[str]], bool] | None:
-    """pytest's ``-m`` expression (names, ``and``, ``or``, ``not``, parentheses) as a
-    test over a test's mark names; None when it is not of that form."""
+def _expression(text: str) -> ast.expr | None:
     try:
-        tree = ast.parse(expr.strip(), mode="eval").body
-    except SyntaxError:
+        tree = ast.parse(text, mode="eval").body
+        _evaluate(tree, set())
+    except (SyntaxError, ValueError):
         return None
-    if not _mark_expr_ok(tree):
-        return None
-    return lambda names: _matches(tree, names)
+    return tree
 
 
-_KEYWORD_WORD = re.compile(r"\s*(\(|\)|[^\s()]+)")
+_WORD = re.compile(r"\s*(\(|\)|[^\s()]+)")
 
 
-def keyword_filter(expr: str) -> Callable[[set[str]], bool] | None:
-    """pytest's ``-k`` expression as a test over a test's names (its function with
-    the case id, class, file and marks): each word matches a part of one of them,
-    case-insensitively; None when it is not of that form."""
+def expression_filter(expr: str, keywords: bool) -> Select | None:
+    """pytest's ``-m`` (mark names) or ``-k`` expression as a test over a test's names; a
+    ``-k`` word matches a part of one of them, case-insensitively (None: not of that form)."""
     words: list[str] = []
     text = []
-    for token in _KEYWORD_WORD.findall(expr):
+    for token in _WORD.findall(expr):
         if token in ("(", ")", "and", "or", "not"):
             text.append(token)
-        else:
+        elif keywords or (token.isidentifier() and not keyword.iskeyword(token)):
             text.append(f"_{len(words)}")
-            words.append(token.lower())
-    try:
-        tree = ast.parse(" ".join(text) or "_", mode="eval").body
-    except SyntaxError:
-        return None
-    if not _mark_expr_ok(tree) or not words:
+            words.append(token.lower() if keywords else token)
+        else:
+            return None
+    tree = _expression(" ".join(text) or "_")
+    if tree is None or not words:
         return None
 
     def match(names: set[str]) -> bool:
-        lowered = [name.lower() for name in names]
-        hits = {f"_{i}" for i, word in enumerate(words) if any(word in name for name in lowered)}
-        return _matches(tree, hits)
+        lowered = [name.lower() for name in names] if keywords else []
+        hits = {
+            f"_{i}"
+            for i, word in enumerate(words)
+            if (any(word in name for name in lowered) if keywords else word in names)
+        }
+        return _evaluate(tree, hits)
 
     return match

@@ -1,18 +1,9 @@
 """The test selectors of a pytest command line, read with the shared shell tokenizer.
 
-* The command is cut into simple commands (:func:`shellwords.simple_commands`:
-  ``&&``, ``||``, ``;``, ``|``, newlines; redirections and their targets
-  dropped).  When some of them run pytest (a ``pytest`` word, also
-  ``python -m pytest``), only those are searched, so ``| tee log.py`` is not
-  a selector.
-* In a pytest command every word that is not an option, an option's value
-  (``-k EXPR``, ``--deselect ID``...) or an environment assignment is a
-  selector, as pytest reads it: ``path.py``, ``path.py::Class::func[case]`` or
-  a folder.  A word after an option this module does not know is taken as
-  that option's value unless it names a ``.py`` file.  In other commands only
-  words whose part before ``::`` ends in ``.py`` count.
-* ``cd DIR`` makes later relative selectors be read under ``DIR``.
-"""
+When some simple commands run pytest, only they are searched (``| tee log.py`` is no
+selector); there every word that is not an option, an option's value or an assignment is
+a selector (a word after an unknown option is its value unless it names a ``.py`` file).
+Elsewhere only words naming a ``.py`` file count.  ``cd DIR`` moves later selectors."""
 
 from __future__ import annotations
 
@@ -57,12 +48,8 @@ _CWD_PREFIX = re.compile(r"^(?:\$\{?\w+\}?|~)/*")
 
 @dataclass(frozen=True)
 class TestId:
-    """One pytest selector: ``path[::cls][::func][[case]]``, or a folder.
-
-    ``cls`` may hold nested classes joined by ``::``.  ``cwd`` is the directory
-    given to a preceding ``cd`` in the command, if any.  ``folder`` is True for
-    a selector without ``.py`` (a folder, as pytest reads it).
-    """
+    """One pytest selector: ``path[::cls][::func][[case]]`` (``cls`` may be nested:
+    ``A::B``), or a folder; ``cwd``: the directory of a preceding ``cd``."""
 
     __test__: ClassVar[bool] = False  # not a pytest test class
 
@@ -74,19 +61,13 @@ class TestId:
     folder: bool = False
 
     def __str__(self) -> str:
-        text = self.path
-        if self.cls:
-            text += f"::{self.cls}"
-        if self.func:
-            text += f"::{self.func}"
-        if self.case is not None:
-            text += f"[{self.case}]"
-        return text
+        names = "".join(f"::{name}" for name in (self.cls, self.func) if name)
+        return self.path + names + (f"[{self.case}]" if self.case is not None else "")
 
 
 @dataclass(frozen=True)
 class PytestCommand:
-    """What a test command selects: its selectors, ``-m`` expressions, and whether it ``cd``s."""
+    """A test command's selectors, ``-m``/``-k`` expressions, and whether it ``cd``s."""
 
     ids: list[TestId] = field(default_factory=list)
     mark_exprs: list[str] = field(default_factory=list)
@@ -102,11 +83,7 @@ def is_perf_sanity(test_cmd: str) -> bool:
 def _join_cwd(current: str | None, new: str) -> str | None:
     if not posixpath.isabs(new):
         new = _CWD_PREFIX.sub("", new)  # "$LLM_ROOT/tests/x" -> "tests/x"
-    if not new:
-        return current
-    if current is not None and not posixpath.isabs(new):
-        new = posixpath.join(current, new)
-    return posixpath.normpath(new)
+    return posixpath.normpath(posixpath.join(current or "", new)) if new else current
 
 
 def _parse_selector(word: str, cwd: str | None, folders: bool) -> TestId | None:
@@ -114,26 +91,14 @@ def _parse_selector(word: str, cwd: str | None, folders: bool) -> TestId | None:
     if "=" in head or "[" in head or not head:
         return None
     if not head.endswith(".py"):
-        if not folders or rest:
-            return None
-        return TestId(posixpath.normpath(head), cwd=cwd, folder=True)
-    case: str | None = None
-    if "[" in rest:
-        cut = rest.index("[")
-        case = rest[cut + 1 :]
-        case = case[:-1] if case.endswith("]") else case
-        rest = rest[:cut]
+        folder = folders and not rest  # a folder only as pytest's own argument
+        return TestId(posixpath.normpath(head), cwd=cwd, folder=True) if folder else None
+    rest, bracket, case_text = rest.partition("[")
+    case = case_text.removesuffix("]") if bracket else None
     names = [name for name in rest.split("::") if name]
-    cls: str | None = None
-    func: str | None = None
-    if len(names) == 1:
-        if case is None and names[0][:1].isupper():
-            cls = names[0]
-        else:
-            func = names[0]
-    elif names:
-        cls = "::".join(names[:-1])
-        func = names[-1]
+    cls, func = "::".join(names[:-1]) or None, names[-1] if names else None
+    if len(names) == 1 and case is None and names[0][:1].isupper():
+        cls, func = names[0], None  # a lone capitalised name is a class
     return TestId(posixpath.normpath(head), cls, func, case, cwd)
 
 
@@ -149,7 +114,6 @@ def parse_command(test_cmd: str) -> PytestCommand:
         return PytestCommand()
     groups = [[t.value for t in group] for group in simple_commands(tokens)]
     runs_pytest = [any(_is_pytest_word(w) for w in words) for words in groups]
-    with_pytest = any(runs_pytest)
     found: list[TestId] = []
     mark_exprs: list[str] = []
     keyword_exprs: list[str] = []
@@ -158,10 +122,9 @@ def parse_command(test_cmd: str) -> PytestCommand:
     for words, is_pytest in zip(groups, runs_pytest, strict=True):
         if words[0] == "cd":
             has_cd = True
-            if len(words) > 1:
-                cwd = _join_cwd(cwd, words[1])
+            cwd = _join_cwd(cwd, words[1]) if len(words) > 1 else cwd
             continue
-        if with_pytest and not is_pytest:
+        if any(runs_pytest) and not is_pytest:
             continue
         after_pytest = False  # past the pytest word: the words are pytest's arguments
         pending: str | None = None  # an option waiting for its value
@@ -195,9 +158,7 @@ def _takes_value(option: str, of_pytest: bool) -> bool:
         return True
     if option in _FLAG_OPTIONS or "=" in option or not of_pytest:
         return False
-    if not option.startswith("--"):
-        return not set(option[1:]) <= _FLAG_LETTERS
-    return True
+    return option.startswith("--") or not set(option[1:]) <= _FLAG_LETTERS
 
 
 def parse_test_ids(test_cmd: str) -> list[TestId]:

@@ -7,6 +7,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import PurePath
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -16,9 +17,8 @@ MAX_BYTES = 4 << 20
 
 @dataclass
 class Scope:
-    """A module or a class: its own marks (pytest's application order) and members."""
+    """A module (no parent) or a class: its own marks (pytest's application order) and members."""
 
-    kind: str  # "module" | "class"
     name: str
     parent: Scope | None
     module: TestModule
@@ -29,9 +29,7 @@ class Scope:
 
     @property
     def qualname(self) -> str:
-        if self.parent is None:
-            return ""
-        outer = self.parent.qualname
+        outer = self.parent.qualname if self.parent is not None else ""
         return f"{outer}::{self.name}" if outer else self.name
 
     def mro(self) -> Iterator[Scope]:
@@ -42,7 +40,7 @@ class Scope:
             yield item
             for base in item.bases:
                 outer = item.parent.classes.get(base) if item.parent is not None else None
-                found = outer or self.module.find_class(base)
+                found = outer or self.module.root.classes.get(base)
                 if "." not in base and found is not None and id(found) not in seen:
                     seen.add(id(found))
                     queue.append(found)
@@ -59,19 +57,15 @@ class Scope:
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.funcs[node.name] = node
             elif isinstance(node, ast.ClassDef):
-                cls = Scope(
-                    "class", node.name, self, self.module, [ast.unparse(b) for b in node.bases]
-                )
+                cls = Scope(node.name, self, self.module, [ast.unparse(b) for b in node.bases])
                 cls.fill(node.body, {})
                 cls.marks += reversed(node.decorator_list)
                 self.classes[node.name] = cls
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for target in targets:
-                    if isinstance(target, ast.Name):
-                        names[target.id] = node.value
-                        if target.id == "pytestmark":
-                            self.marks = [node.value]
+                for target in (t.id for t in targets if isinstance(t, ast.Name)):
+                    names[target] = node.value
+                    self.marks = [node.value] if target == "pytestmark" else self.marks
 
 
 class TestModule:
@@ -83,29 +77,15 @@ class TestModule:
         self.filename = filename
         #: The conftest.py files of its folder and the folders above, closest first.
         self.conftests = conftests
+        #: Module-level names and the values bound to them.
         self.names: dict[str, ast.expr] = {}
-        self.root = Scope("module", "", None, self)
+        self.root = Scope("", None, self)
         self.root.fill(ast.parse(text, filename=filename).body, self.names)
-
-    def lookup(self, name: str) -> ast.expr | None:
-        """The value bound to a module-level name, or None (imports, unknown names)."""
-        return self.names.get(name)
-
-    def module_marks(self) -> list[ast.expr]:
-        return self.root.marks
-
-    def find_class(self, name: str) -> Scope | None:
-        return self.root.classes.get(name)
-
-    def find_func(self, name: str) -> FunctionNode | None:
-        return self.root.funcs.get(name)
 
     def helper(self, name: str) -> tuple[FunctionNode, TestModule] | None:
         """A module-level function of this file or of a conftest.py above it."""
-        for module in (self, *self.conftests):
-            if (func := module.find_func(name)) is not None:
-                return func, module
-        return None
+        found = ((f, mod) for mod in (self, *self.conftests) if (f := mod.root.funcs.get(name)))
+        return next(found, None)
 
 
 def read_module(path: str, top: str | None = None) -> TestModule:
@@ -113,17 +93,15 @@ def read_module(path: str, top: str | None = None) -> TestModule:
     from its folder up to ``top`` (the checkout; its own folder only when None)."""
     if os.path.getsize(path) > MAX_BYTES:
         raise ValueError(f"larger than {MAX_BYTES >> 20} MB, not read")
+    here = os.path.abspath(path)
+    stop = os.path.abspath(top) if top else os.path.dirname(here)
     conftests: list[TestModule] = []
-    folder = os.path.dirname(os.path.abspath(path))
-    stop = os.path.abspath(top) if top else folder
-    while True:
+    for folder in map(str, PurePath(here).parents):
         conftest = os.path.join(folder, "conftest.py")
-        if conftest != os.path.abspath(path) and os.path.isfile(conftest):
+        if conftest != here and os.path.isfile(conftest):
             with contextlib.suppress(OSError, SyntaxError, ValueError):  # not ours to report
                 conftests.append(read_module(conftest, folder))
-        parent = os.path.dirname(folder)
-        if folder == stop or parent == folder or not folder.startswith(stop):
+        if folder == stop or not folder.startswith(stop):
             break
-        folder = parent
     with open(path, encoding="utf-8", errors="replace") as file:
         return TestModule(file.read(), path, tuple(conftests))

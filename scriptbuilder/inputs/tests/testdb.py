@@ -27,12 +27,6 @@ class Stage:
         return f"{self.list_name} stage {self.number} (system_gpu_count {self.gpus})"
 
 
-def _name(tid: TestId) -> str:
-    """The selector as the lists write it (relative to tests/integration/defs or tests)."""
-    name = posixpath.normpath(posixpath.join(tid.cwd or "", str(tid)))
-    return next((name[len(h) :] for h in _HOMES if name.startswith(h)), name)
-
-
 def _covers(entry: str, name: str) -> bool:
     short, long = sorted((entry, name), key=len)
     return long == short or (long.startswith(short) and long[len(short)] in ":[/")
@@ -40,7 +34,8 @@ def _covers(entry: str, name: str) -> bool:
 
 def stages(repo_root: str, tid: TestId) -> list[Stage]:
     """The stages listing ``tid`` (or a test inside it, or the selector holding it)."""
-    name = _name(tid)
+    name = posixpath.normpath(posixpath.join(tid.cwd or "", str(tid)))
+    name = next((name[len(h) :] for h in _HOMES if name.startswith(h)), name)  # as listed
     found = []
     for path in sorted(glob.glob(os.path.join(repo_root, LISTS, "*.yml"))):
         try:
