@@ -16,7 +16,8 @@ from pathlib import Path
 
 from scriptbuilder.inputs.tests import inspect_tests
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared/fixtures/trtllm-tests"
+# ../shared beside the checkout
+CORPUS = Path(__file__).resolve().parents[2] / "shared/fixtures/trtllm-tests"
 
 
 def main() -> None:
