@@ -5,14 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = [
-    "ARCH_KEYS",
-    "find_properties_file",
-    "image_for_arch",
-    "normalize_arch",
-    "read_properties",
-]
-
 # Architecture (as ``uname -m`` / Slurm report it, normalized) -> properties key.
 ARCH_KEYS: dict[str, str] = {
     "aarch64": "LLM_SBSA_DOCKER_IMAGE",

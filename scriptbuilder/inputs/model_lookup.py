@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["find_model_dir"]
-
 
 def _listing(path: str) -> list[os.DirEntry[str]]:
     try:
