@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.shellwords import ShellSyntaxError, Token, tokenize
+from scriptbuilder.script.render import RESERVED
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -42,10 +43,7 @@ def short(value: str, limit: int = 60) -> str:
 
 _LIST_OPS = frozenset({"&&", "||", "|", ";", "&", "\n"})
 _OPEN_OPS = frozenset({"&&", "||", "|"})
-_RESERVED = frozenset(
-    {"!", "{", "}", "[[", "]]", "case", "coproc", "do", "done", "elif", "else", "esac", "fi",
-     "for", "function", "if", "in", "select", "then", "time", "until", "while"}
-)  # fmt: skip
+_RESERVED = RESERVED | {"coproc"}
 
 
 def _plain_list(tokens: list[Token]) -> bool:
