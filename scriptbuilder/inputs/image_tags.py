@@ -37,10 +37,10 @@ def _matches(name: str) -> bool:
     return "image_tags" in name and name.endswith(".properties")
 
 
-def _search(top: Path, max_depth: int, skip: frozenset[str]) -> Path | None:
-    """Breadth-first, each level in sorted name order; files at depth 1..max_depth."""
+def _search(top: Path, skip: frozenset[str]) -> Path | None:
+    """Breadth-first, each level in sorted name order."""
     level = [top]
-    for depth in range(1, max_depth + 1):
+    for depth in range(1, _MAX_DEPTH + 1):
         deeper: list[Path] = []
         for folder in level:
             try:
@@ -53,7 +53,7 @@ def _search(top: Path, max_depth: int, skip: frozenset[str]) -> Path | None:
                     if entry.is_file() and _matches(entry.name):
                         return Path(entry.path)
                     if (
-                        depth < max_depth
+                        depth < _MAX_DEPTH
                         and entry.name not in skip
                         and entry.is_dir(follow_symlinks=False)
                     ):
@@ -65,12 +65,8 @@ def _search(top: Path, max_depth: int, skip: frozenset[str]) -> Path | None:
 
 
 def find_properties_file(repo_root: str | Path) -> str | None:
-    """``jenkins/current_image_tags.properties``, else the first ``*image_tags*.properties``.
-
-    The search is breadth-first to depth 3 in sorted order, under ``jenkins/``,
-    ``.ci/``, ``ci/`` in that order, then under the repository root (skipping
-    those three and ``.git``-like folders).  Shallower files win within a folder.
-    """
+    """``jenkins/current_image_tags.properties``, else the first ``*image_tags*.properties``
+    to depth 3 under ``jenkins/``, ``.ci/``, ``ci/``, then the repository root."""
     canonical = os.path.join(repo_root, _CANONICAL)
     if os.path.isfile(canonical):
         return canonical
@@ -78,10 +74,10 @@ def find_properties_file(repo_root: str | Path) -> str | None:
     for name in _SEARCH_DIRS:
         folder = root / name
         if folder.is_dir():
-            found = _search(folder, _MAX_DEPTH, _SKIP_DIRS)
+            found = _search(folder, _SKIP_DIRS)
             if found is not None:
                 return str(found)
-    found = _search(root, _MAX_DEPTH, _SKIP_DIRS | frozenset(_SEARCH_DIRS))
+    found = _search(root, _SKIP_DIRS | frozenset(_SEARCH_DIRS))
     return None if found is None else str(found)
 
 
@@ -92,13 +88,8 @@ def _unquote(value: str) -> str:
 
 
 def read_properties(path: str | Path) -> dict[str, str]:
-    """``KEY=VALUE`` lines; ``#``/``!`` comments and blank lines skipped.
-
-    Key and value are stripped, a value's matching surrounding quotes removed,
-    and a leading ``export`` (the file is also sourced by ``sh``) ignored.  A
-    ``#`` inside a value is kept (``nvcr.io#nvidia/...`` is a valid image).
-    Lines without ``=`` are ignored; a repeated key keeps its last value.
-    """
+    """``KEY=VALUE`` lines (``#``/``!`` comments skipped, a leading ``export`` ignored, since
+    ``sh`` sources the file too; a ``#`` inside a value is kept: ``nvcr.io#nvidia/x``)."""
     props: dict[str, str] = {}
     for raw in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
         line = raw.strip()
