@@ -1,7 +1,5 @@
-"""The user's home on the cluster, asked from the login host:
-``ssh [-l USER] -o BatchMode=yes -o ConnectTimeout=10 HOST 'echo $HOME'``.
-
-Non-interactive (no password or host-key prompt) and bounded in time.
+"""The user's home on the cluster, asked from the login host with a non-interactive,
+time-bounded ``ssh HOST 'echo $HOME'``.
 """
 
 from __future__ import annotations
@@ -15,11 +13,6 @@ from scriptbuilder.errors import BuildError
 SSH_TIMEOUT = 30.0
 #: Runs ``argv`` with a timeout and returns its standard output, or raises BuildError.
 Runner = Callable[[Sequence[str], float], str]
-
-
-def ssh_argv(host: str, user: str | None) -> list[str]:
-    login = ["-l", user] if user else []
-    return ["ssh", *login, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", host, "echo $HOME"]
 
 
 def run_ssh(argv: Sequence[str], timeout: float) -> str:
@@ -50,7 +43,9 @@ def run_ssh(argv: Sequence[str], timeout: float) -> str:
 
 def remote_home(host: str, user: str | None, runner: Runner = run_ssh) -> str:
     """``$HOME`` on ``host``, an absolute path, or a BuildError saying why not."""
-    out = runner(ssh_argv(host, user), SSH_TIMEOUT).strip()
+    login = ["-l", user] if user else []
+    argv = ["ssh", *login, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", host, "echo $HOME"]
+    out = runner(argv, SSH_TIMEOUT).strip()
     if not out.startswith("/") or "\n" in out or "," in out:
         raise BuildError(
             f"home: ssh {host} 'echo $HOME' printed {out[:80]!r}, not an absolute path; "
