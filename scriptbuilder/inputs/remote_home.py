@@ -15,6 +15,11 @@ SSH_TIMEOUT = 30.0
 Runner = Callable[[Sequence[str], float], str]
 
 
+def ssh_argv(host: str, user: str | None) -> list[str]:
+    login = ["-l", user] if user else []
+    return ["ssh", *login, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", host, "echo $HOME"]
+
+
 def run_ssh(argv: Sequence[str], timeout: float) -> str:
     """The default runner: ``argv`` as a subprocess, without standard input."""
     shown = " ".join(argv[:-1]) + " 'echo $HOME'"
@@ -43,9 +48,7 @@ def run_ssh(argv: Sequence[str], timeout: float) -> str:
 
 def remote_home(host: str, user: str | None, runner: Runner = run_ssh) -> str:
     """``$HOME`` on ``host``, an absolute path, or a BuildError saying why not."""
-    login = ["-l", user] if user else []
-    argv = ["ssh", *login, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", host, "echo $HOME"]
-    out = runner(argv, SSH_TIMEOUT).strip()
+    out = runner(ssh_argv(host, user), SSH_TIMEOUT).strip()
     if not out.startswith("/") or "\n" in out or "," in out:
         raise BuildError(
             f"home: ssh {host} 'echo $HOME' printed {out[:80]!r}, not an absolute path; "
