@@ -19,10 +19,6 @@ if TYPE_CHECKING:
 SHOWN = "***"
 
 
-def looks_secret(name: str, patterns: tuple[str, ...] | list[str]) -> bool:
-    return any(fnmatch.fnmatchcase(name.upper(), p.upper()) for p in patterns)
-
-
 @dataclass(frozen=True)
 class Assignment:
     """``NAME=value`` in shell text: ``raw`` is the value as written there."""
@@ -34,8 +30,8 @@ class Assignment:
     end: int
 
 
-def assignments(text: str) -> list[Assignment]:
-    """The ``NAME=value`` words of ``text``; other words are skipped."""
+def secret_assignments(text: str, patterns: tuple[str, ...] | list[str]) -> list[Assignment]:
+    """The ``NAME=value`` words of ``text`` with a value and a name matching ``patterns``."""
     try:
         tokens = tokenize(text)
     except ShellSyntaxError as exc:
@@ -44,21 +40,13 @@ def assignments(text: str) -> list[Assignment]:
     for token in tokens:
         raw = text[token.start : token.end]
         name, eq, value = token.value.partition("=")
-        if token.kind == "word" and eq and name.isidentifier() and raw.startswith(name + "="):
+        if not (token.kind == "word" and eq and value and raw.startswith(name + "=")):
+            continue
+        if name.isidentifier() and any(
+            fnmatch.fnmatchcase(name.upper(), p.upper()) for p in patterns
+        ):
             found.append(Assignment(name, value, raw[len(name) + 1 :], token.start, token.end))
     return found
-
-
-def secret_assignments(text: str, patterns: tuple[str, ...] | list[str]) -> list[Assignment]:
-    return [a for a in assignments(text) if a.value and looks_secret(a.name, patterns)]
-
-
-def from_environment(text: str, secret: list[Assignment]) -> str:
-    """``text`` with each secret assignment reading its value from the job's environment."""
-    for a in sorted(secret, key=lambda a: a.start, reverse=True):
-        new = f'{a.name}="${{{a.name}:?{a.name} is not set in the job environment}}"'
-        text = text[: a.start] + new + text[a.end :]
-    return text
 
 
 def _forms(value: str) -> set[str]:
@@ -105,4 +93,7 @@ def script_custom_env(request: BuildRequest) -> tuple[str, tuple[str, ...]]:
     if not (request.secrets_from_environment and text):
         return text, ()
     secret = secret_assignments(text, request.secret_name_patterns)
-    return from_environment(text, secret), tuple(a.name for a in secret)
+    for a in reversed(secret):  # from the end, so the earlier spans stay valid
+        new = f'{a.name}="${{{a.name}:?{a.name} is not set in the job environment}}"'
+        text = text[: a.start] + new + text[a.end :]
+    return text, tuple(a.name for a in secret)
