@@ -193,10 +193,7 @@ def render_option(option: SrunOption) -> str:
     """``name=value`` as one word (``name`` alone for a flag)."""
     if option.value is None:
         return quote_literal(option.name)
-    text = _literal_text(option.value.parts)
-    if text is not None:
-        return quote_literal(option.name + "=" + text)
-    return '"' + _dq_escape(option.name + "=") + _expanding_text(option.value.parts) + '"'
+    return render_word(Word((Lit(option.name + "="), *option.value.parts)))
 
 
 def render_directive(directive: Directive) -> str:
