@@ -1,7 +1,5 @@
-"""One line from a pydantic ``ValidationError``: the field, what was wrong, the fix.
-
-A misspelt field name gets the nearest known one ("did you mean"); values are
-shortened, so a huge or deeply nested input gives a short message.
+"""One line from a pydantic ``ValidationError``: the field, what was wrong, the fix
+(a misspelt field gets "did you mean"; values are shortened).
 """
 
 from __future__ import annotations
