@@ -36,7 +36,6 @@ _OPERATORS = (
 )  # fmt: skip
 _METACHARS = frozenset(" \t\n;&|()<>")
 _BLANKS = frozenset(" \t")
-_NAME_START = re.compile(r"[A-Za-z_]")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FD_REDIRECT = re.compile(r"[0-9]+(?=[<>])")
 _SPECIAL_PARAMS = frozenset("@*#?$!-0123456789")
@@ -175,13 +174,21 @@ class _Lexer:
         nxt = s[i + 1]
         if nxt in "({[":
             return self.skip_dollar(i)
-        if _NAME_START.match(nxt):
-            m = _NAME.match(s, i + 1)
-            assert m is not None
+        m = _NAME.match(s, i + 1)
+        if m is not None:
             return m.end()
         if nxt in _SPECIAL_PARAMS:
             return i + 2
         return None
+
+    def expansion(self, i: int, value: list[str]) -> tuple[int, bool]:
+        """Read the ``$...`` or backquote at ``i`` raw into ``value``; return (end, literal)."""
+        end = self.skip_backtick(i + 1) if self.s[i] == "`" else self.dollar_end(i)
+        if end is None:
+            value.append("$")
+            return i + 1, True
+        value.append(self.s[i:end])
+        return end, False
 
     def decode_ansi_c(self, i: int, value: list[str], shape: list[str]) -> int:
         """Decode ``$'...'`` (``i`` just past ``$'``); return the index past the closing quote."""
@@ -241,20 +248,9 @@ class _Lexer:
                 else:
                     value.append("\\" + e)
                 j += 2
-            elif c == "`":
-                end = self.skip_backtick(j + 1)
-                value.append(s[j:end])
-                literal = False
-                j = end
-            elif c == "$":
-                dollar_end = self.dollar_end(j)
-                if dollar_end is None:
-                    value.append("$")
-                    j += 1
-                else:
-                    value.append(s[j:dollar_end])
-                    literal = False
-                    j = dollar_end
+            elif c in "`$":
+                j, lit = self.expansion(j, value)
+                literal = literal and lit
             else:
                 value.append(c)
                 j += 1
@@ -302,23 +298,10 @@ class _Lexer:
             elif c == "$" and i + 1 < n and s[i + 1] == '"':  # $"..." (locale string)
                 i, lit = self.read_double(i + 2, value, shape)
                 literal = literal and lit
-            elif c == "$":
-                dollar_end = self.dollar_end(i)
-                if dollar_end is None:
-                    value.append("$")
-                    shape.append(_Q)
-                    i += 1
-                else:
-                    value.append(s[i:dollar_end])
-                    shape.append(_Q)
-                    literal = False
-                    i = dollar_end
-            elif c == "`":
-                end = self.skip_backtick(i + 1)
-                value.append(s[i:end])
+            elif c in "$`":
+                i, lit = self.expansion(i, value)
                 shape.append(_Q)
-                literal = False
-                i = end
+                literal = literal and lit
             else:
                 value.append(c)
                 shape.append(c)
@@ -385,11 +368,9 @@ class _Lexer:
 
 def _expands(shape: str) -> bool:
     """Whether tilde, brace or pathname expansion applies to a word of this shape."""
-    if "*" in shape or "?" in shape or _GLOB_BRACKET.search(shape):
+    if "*" in shape or "?" in shape or shape.startswith("~"):
         return True
-    if _BRACE_EXPANSION.search(shape):
-        return True
-    if shape.startswith("~"):
+    if _GLOB_BRACKET.search(shape) or _BRACE_EXPANSION.search(shape):
         return True
     m = _ASSIGNMENT_PREFIX.match(shape)
     if m is not None:
