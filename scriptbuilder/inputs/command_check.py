@@ -176,9 +176,7 @@ def check_custom_env(field: str, value: str) -> None:
 
 def _count(value: object) -> int | None:
     """A partition's node count (slurm_env.json writes it as a string), if known."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().isdigit():
         return int(value)

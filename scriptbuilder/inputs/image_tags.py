@@ -33,10 +33,6 @@ def normalize_arch(arch: str) -> str:
     return _ARCH_ALIASES.get(key, key)
 
 
-def _matches(name: str) -> bool:
-    return "image_tags" in name and name.endswith(".properties")
-
-
 def _search(top: Path, skip: frozenset[str]) -> Path | None:
     """Breadth-first, each level in sorted name order."""
     level = [top]
@@ -50,7 +46,11 @@ def _search(top: Path, skip: frozenset[str]) -> Path | None:
                 continue
             for entry in entries:
                 try:
-                    if entry.is_file() and _matches(entry.name):
+                    if (
+                        entry.is_file()
+                        and "image_tags" in entry.name
+                        and entry.name.endswith(".properties")
+                    ):
                         return Path(entry.path)
                     if (
                         depth < _MAX_DEPTH

@@ -126,7 +126,7 @@ class _Lexer:
             elif quotes and c == "'":
                 j = self.skip_single(j + 1)
             elif quotes and c == '"':
-                j = self.skip_double(j + 1)
+                j = self.skip(j + 1, '"', "double quote", j, subst=True)
             elif subst and c == "`":
                 j = self.skip_backtick(j + 1)
             elif code and c == "$" and s.startswith("'", j + 1):
@@ -145,9 +145,6 @@ class _Lexer:
 
     def skip_backtick(self, i: int) -> int:
         return self.skip(i, "`", "backquote substitution", i - 1)
-
-    def skip_double(self, i: int) -> int:
-        return self.skip(i, '"', "double quote", i - 1, subst=True)
 
     def skip_code(self, i: int, origin: int) -> int:
         """The inside of ``$(...)``, ``$((...))``, ``<(...)`` or ``>(...)``."""
@@ -379,11 +376,6 @@ def _expands(shape: str) -> bool:
     return False
 
 
-def _is_bare(token: Token) -> bool:
-    """True when the word was written without any quoting (its text is its value)."""
-    return token.literal and token.end - token.start == len(token.value)
-
-
 def tokenize(command: str) -> list[Token]:
     """Split ``command`` into words and operators; ShellSyntaxError when unterminated."""
     return _Lexer(command).tokens()
@@ -409,7 +401,8 @@ def simple_commands(tokens: Sequence[Token]) -> list[list[Token]]:
         if skip_target:
             skip_target = False
             continue
-        if not current and _is_bare(token):
+        # A reserved word is one written without quoting (its text is its value).
+        if not current and token.literal and token.end - token.start == len(token.value):
             if token.value in _LEADING_KEYWORDS:
                 after_time = token.value == "time"
                 continue
