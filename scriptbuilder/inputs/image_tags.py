@@ -12,14 +12,9 @@ ARCH_KEYS: dict[str, str] = {
 }
 
 _ARCH_ALIASES = {
-    "arm64": "aarch64",
-    "aarch64": "aarch64",
-    "sbsa": "aarch64",
-    "amd64": "x86_64",
-    "x86_64": "x86_64",
-    "x86-64": "x86_64",
-    "x64": "x86_64",
-}
+    "arm64": "aarch64", "aarch64": "aarch64", "sbsa": "aarch64",
+    "amd64": "x86_64", "x86_64": "x86_64", "x86-64": "x86_64", "x64": "x86_64",
+}  # fmt: skip
 
 _CANONICAL = "jenkins/current_image_tags.properties"
 _SEARCH_DIRS = ("jenkins", ".ci", "ci")

@@ -20,13 +20,8 @@ from scriptbuilder.errors import BuildError
 MAX_REQUEST_BYTES = 2 * 1024 * 1024
 #: Local paths that a request file may give relative to its own folder.
 LOCAL_PATH_FIELDS = (
-    "work_dir",
-    "repo_root",
-    "skill_dir",
-    "slurm_env_file",
-    "custom_script",
-    "perf_config_yaml",
-)
+    "work_dir", "repo_root", "skill_dir", "slurm_env_file", "custom_script", "perf_config_yaml"
+)  # fmt: skip
 
 
 def read_limited(source: str, label: str, limit: int = MAX_REQUEST_BYTES) -> str:

@@ -107,24 +107,13 @@ class JobSpec(BaseModel):
 
 #: Request fields written as given; an earlier job_spec.json's value survives a missing one.
 PASS_THROUGH = (
-    "repo_root",
-    "build_project",
-    "skip_install",
-    "monitor_timeout",
-    "device_type",
-    "gpu_type",
-    "slurm_cluster",
-    "user_name",
-    "ssh_host",
-    "slurm_user",
-    "remote_cwd",
-)
+    "repo_root", "build_project", "skip_install", "monitor_timeout", "device_type", "gpu_type",
+    "slurm_cluster", "user_name", "ssh_host", "slurm_user", "remote_cwd",
+)  # fmt: skip
 
 
 class EarlierJobSpec(BaseModel):
-    """The job_spec.json found in work_dir before the build (the orchestrator's,
-    or an earlier build's): the fields read from it; every other key is kept.
-    Its validator is built when a file is first found (``defer_build``)."""
+    """The fields read from the job_spec.json found before the build; other keys are kept."""
 
     model_config = ConfigDict(extra="allow", strict=True, defer_build=True)
 

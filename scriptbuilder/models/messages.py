@@ -25,19 +25,11 @@ _repr.maxstring = _repr.maxother = MAX_QUOTED
 _repr.maxlevel, _repr.maxlist, _repr.maxdict = 2, 4, 4
 
 _EXPECTED = {
-    "int_type": "an integer",
-    "int_parsing": "an integer",
-    "int_from_float": "an integer",
-    "float_type": "a number",
-    "string_type": "a string",
-    "bool_type": "true or false",
-    "bool_parsing": "true or false",
-    "list_type": "a list",
-    "dict_type": "an object",
-    "model_type": "an object",
-    "model_attributes_type": "an object",
-    "none_required": "null",
-}
+    "int_type": "an integer", "int_parsing": "an integer", "int_from_float": "an integer",
+    "float_type": "a number", "string_type": "a string", "bool_type": "true or false",
+    "bool_parsing": "true or false", "list_type": "a list", "dict_type": "an object",
+    "model_type": "an object", "model_attributes_type": "an object", "none_required": "null",
+}  # fmt: skip
 _BOUNDS = {
     "greater_than_equal": ("ge", "at least"),
     "greater_than": ("gt", "more than"),

@@ -262,20 +262,9 @@ class Exit:
 
 
 Statement = (
-    Comment
-    | Blank
-    | Export
-    | Assign
-    | Run
-    | Function
-    | Trap
-    | ClearEnv
-    | If
-    | Subshell
-    | Srun
-    | DockerRun
-    | Exit
-)
+    Comment | Blank | Export | Assign | Run | Function | Trap | ClearEnv | If | Subshell | Srun
+    | DockerRun | Exit
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
