@@ -312,7 +312,7 @@ def render_inline(body: tuple[Statement, ...]) -> str:
 
 def render(script: SbatchScript | ShellScript) -> str:
     """Render a whole script to text ending in a newline."""
-    lines = [f"#!{script.shebang.interpreter}"]
+    lines = ["#!/bin/bash"]
     if isinstance(script, SbatchScript):
         lines += [render_directive(d) for d in script.directives]
         lines += [line for comment in script.header for line in _statement_lines(comment)]

@@ -109,11 +109,6 @@ class Command:
 
 
 @dataclass(frozen=True, slots=True)
-class Shebang:
-    interpreter: str = "/bin/bash"
-
-
-@dataclass(frozen=True, slots=True)
 class Directive:
     """``#SBATCH --option=value`` (``value`` None gives a bare flag)."""
 
@@ -269,11 +264,10 @@ Statement = (
 
 @dataclass(frozen=True, slots=True)
 class SbatchScript:
-    """A whole batch script: shebang, ``#SBATCH`` directives, then the body."""
+    """A whole bash batch script: ``#SBATCH`` directives, then the body."""
 
     directives: tuple[Directive, ...]
     body: tuple[Statement, ...]
-    shebang: Shebang = Shebang()
     header: tuple[Comment, ...] = ()
 
 
@@ -282,4 +276,3 @@ class ShellScript:
     """A plain script with no directives (for example ``docker_cmd.sh``)."""
 
     body: tuple[Statement, ...]
-    shebang: Shebang = Shebang()
