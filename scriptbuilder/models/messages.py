@@ -31,11 +31,9 @@ _EXPECTED = {
     "model_type": "an object", "model_attributes_type": "an object", "none_required": "null",
 }  # fmt: skip
 _BOUNDS = {
-    "greater_than_equal": ("ge", "at least"),
-    "greater_than": ("gt", "more than"),
-    "less_than_equal": ("le", "at most"),
-    "less_than": ("lt", "less than"),
-}
+    "greater_than_equal": ("ge", "at least"), "greater_than": ("gt", "more than"),
+    "less_than_equal": ("le", "at most"), "less_than": ("lt", "less than"),
+}  # fmt: skip
 _LINE_BREAKS = {"\n": "a newline", "\r": "a carriage return", "\x00": "a NUL character"}
 
 
