@@ -1,10 +1,7 @@
 """Read the parallelism and model flags out of ``trtllm-eval`` and ``trtllm-bench`` commands.
 
-Both tools are click programs, so a flag is written ``--flag value`` or
-``--flag=value`` and the last occurrence wins.  The command text is read with
-:mod:`scriptbuilder.inputs.shellwords`, so quoting is understood and nothing is
-expanded: a value that bash would still expand (``--tp $TP``) cannot be used
-as a number and is reported as an error.
+Both are click programs (``--flag value`` or ``--flag=value``, the last wins). Nothing is
+expanded: a value bash would still expand (``--tp $TP``) cannot be used as a number.
 """
 
 from __future__ import annotations
@@ -21,19 +18,6 @@ from scriptbuilder.inputs.shellwords import (
     tokenize,
 )
 
-__all__ = [
-    "BenchArgs",
-    "CommandArgError",
-    "EvalArgs",
-    "FlagValue",
-    "flag_value",
-    "is_hf_model_id",
-    "model_name_from",
-    "parse_bench_cmd",
-    "parse_eval_cmd",
-    "replace_flag_value",
-]
-
 
 class CommandArgError(ValueError):
     """A user command cannot be read, or one of its flags has an unusable value."""
@@ -41,15 +25,9 @@ class CommandArgError(ValueError):
 
 @dataclass(frozen=True)
 class FlagValue:
-    """The value of one flag and where its text sits in the command.
-
-    ``start``/``end`` index the command string that was tokenized.  For
-    ``--flag value`` they cover the value word; for ``--flag=value`` the part
-    after ``=``.  When the flag name itself is quoted (``'--model=a b'``) the
-    value cannot be cut out on its own: the span then covers the whole word
-    and ``prefix`` holds the text (``--model=``) a replacement must start
-    with.  Use :func:`replace_flag_value` to splice a new value in.
-    """
+    """The value of one flag and the span of its text in the command; when the flag
+    name is quoted with it (``'--model=a b'``) the span is the whole word and a
+    replacement must start with ``prefix``."""
 
     value: str
     start: int
@@ -73,11 +51,7 @@ class EvalArgs:
 
 @dataclass(frozen=True)
 class BenchArgs:
-    """A bench command split at its top-level ``&&``.
-
-    ``model``/``model_path`` spans index the whole command given to
-    :func:`parse_bench_cmd`, not ``prep_cmd`` or ``run_cmd``.
-    """
+    """A bench command split at its top-level ``&&`` (spans index the whole command)."""
 
     prep_cmd: str
     run_cmd: str
@@ -106,10 +80,6 @@ _WRAPPERS: dict[str, frozenset[str]] = {
 }
 
 
-def _source(command: str, token: Token) -> str:
-    return command[token.start : token.end]
-
-
 def flag_value(
     words: Sequence[Token],
     names: tuple[str, ...],
@@ -117,14 +87,8 @@ def flag_value(
     command: str | None = None,
     context: str = "command",
 ) -> FlagValue | None:
-    """The value of the last of ``names`` in ``words``, or None when absent.
-
-    Accepts ``--flag value`` and ``--flag=value``; a single-dash short name
-    (``-m``) also accepts ``-mvalue``.  Scanning stops at ``--``.  Pass the
-    tokenized ``command`` so that a ``--flag=value`` span can be narrowed to
-    the value; without it the span is the whole word and ``prefix`` is set.
-    A flag with nothing after it raises CommandArgError.
-    """
+    """The value of the last of ``names`` before ``--`` (``-mvalue`` for a short name);
+    ``command`` lets a ``--flag=value`` span be narrowed to the value."""
     found: FlagValue | None = None
     i = 0
     while i < len(words):
@@ -151,7 +115,7 @@ def flag_value(
 
 def _joined_value(word: Token, name: str, joined: str, command: str | None) -> FlagValue:
     value = word.value[len(joined) :]
-    if command is not None and _source(command, word).startswith(joined):
+    if command is not None and command[word.start : word.end].startswith(joined):
         return FlagValue(value, word.start + len(joined), word.end, word.literal, name)
     return FlagValue(value, word.start, word.end, word.literal, name, prefix=joined)
 
@@ -224,14 +188,7 @@ def _tokens(cmd: str, context: str) -> list[Token]:
 
 
 def parse_eval_cmd(cmd: str) -> EvalArgs:
-    """Read ``--tp_size``, ``--pp_size``, ``--gpus_per_node`` and ``--model``.
-
-    The flags are taken from the last ``trtllm-eval`` command in ``cmd``
-    (launchers such as ``trtllm-llmapi-launch``, ``env`` and ``A=b``
-    assignments in front of it are skipped); when there is none, from all
-    words of ``cmd``.  ``--tp``/``--pp`` (aliases in newer trtllm-eval) are
-    accepted too; other flags (``--ep_size``...) pass through untouched.
-    """
+    """The parallelism flags and ``--model`` of the last ``trtllm-eval`` (else of any word)."""
     context = "eval_cmd"
     tokens = _tokens(cmd, context)
     invocations = _invocations(tokens, "trtllm-eval")
@@ -249,17 +206,8 @@ def parse_eval_cmd(cmd: str) -> EvalArgs:
 
 
 def parse_bench_cmd(cmd: str) -> BenchArgs:
-    """Split ``cmd`` into prepare and run steps and read ``--tp``/``--pp``/model.
-
-    The split is at a top-level ``&&`` (not quoted, not inside a substitution
-    or a compound command); without one, ``prep_cmd`` is empty and
-    ``run_cmd`` is the whole command.  tp/pp come from the last
-    ``trtllm-bench`` command (default 1; other flags such as ``--ep`` pass
-    through untouched); ``model`` (``--model``/``-m``)
-    and ``model_path`` (``--model_path``) from the last ``trtllm-bench``
-    command that has them.  With no ``trtllm-bench`` command at all, all
-    words of ``cmd`` are searched.
-    """
+    """Split ``cmd`` at its top-level ``&&`` into prepare and run; tp/pp from the last
+    ``trtllm-bench``, the model flags from the last one that has them (else any word)."""
     context = "bench_cmd"
     tokens = _tokens(cmd, context)
     texts = split_top_level(cmd, "&&")
@@ -309,13 +257,7 @@ def _last_flag(
 
 
 def model_name_from(model: str) -> str:
-    """A job-name-safe model name from a model id or path.
-
-    ``meta-llama/Llama-3.1-8B-Instruct`` gives ``llama_3_1_8b_instruct``;
-    ``/models/Qwen2.5-7B/`` gives ``qwen2_5_7b``.  Returns ``""`` when no
-    ASCII letter or digit is left (``/``, ``日本``): the caller then needs an
-    explicit model name.
-    """
+    """A job-name-safe name from a model id or path (``qwen2_5_7b``); ``""`` when none is left."""
     last = model.rstrip("/").rsplit("/", 1)[-1]
     return _NON_ALNUM.sub("_", last.lower()).strip("_")
 

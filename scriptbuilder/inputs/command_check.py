@@ -1,18 +1,5 @@
-"""Checks that a user command, its environment and the task counts can run at all.
-
-A job that cannot start fails only after its queue wait, so these are refused
-at build time with the one-line error (a :class:`BuildError` naming the field
-and the fix), by the API, ``scriptbuilder build`` and the drop-in alike:
-
-* :func:`check_command`: a command that is empty, holds a NUL (no program
-  argument can), is longer than the way it travels can carry, or that bash
-  cannot parse (an unbalanced quote, an unterminated ``$(``...). The parse is
-  bash's own: ``bash -n`` (which reads without running anything), once per
-  command, the command on its standard input.
-* :func:`check_custom_env`: ``custom_env`` must be ``NAME=VALUE`` words, read
-  with the project's shell tokenizer.
-* :func:`check_counts`: node and task counts no partition can hold, or above
-  what any Slurm job is given.
+"""Build-time refusal of a user command, environment or task count that cannot run
+(a job that cannot start fails only after its queue wait).
 """
 
 from __future__ import annotations
@@ -25,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.shellwords import ShellSyntaxError, Token, tokenize
+from scriptbuilder.script.render import RESERVED
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -34,10 +22,7 @@ if TYPE_CHECKING:
 #: Linux refuses a single argument (or environment string) longer than
 #: MAX_ARG_STRLEN = 128 KiB, terminating NUL included.
 MAX_ARG_BYTES = 128 * 1024 - 1
-#: A command passed as step arguments travels in pieces of at most
-#: MAX_ARG_BYTES; all arguments and the environment of one program share
-#: Linux's ARG_MAX (2 MiB with the usual 8 MiB stack), so a command may take
-#: up to 1.5 MiB of it.
+#: A command travels as step arguments sharing Linux's ARG_MAX (2 MiB) with the environment.
 MAX_COMMAND_BYTES = 1536 * 1024
 #: Slurm's default ``MaxTasksPerNode``.
 MAX_TASKS_PER_NODE = 512
@@ -56,24 +41,15 @@ def short(value: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 5] + "...'" + f" ({len(value)} chars)"
 
 
-#: Operators of a plain list of simple commands (``a && b | c; d &``).
 _LIST_OPS = frozenset({"&&", "||", "|", ";", "&", "\n"})
-#: Operators a command may not end with (``;`` and ``&`` may end one).
 _OPEN_OPS = frozenset({"&&", "||", "|"})
-#: Words bash may read as reserved, and a command with them goes to ``bash -n``.
-_RESERVED = frozenset(
-    {"!", "{", "}", "[[", "]]", "case", "coproc", "do", "done", "elif", "else", "esac", "fi",
-     "for", "function", "if", "in", "select", "then", "time", "until", "while"}
-)  # fmt: skip
+_RESERVED = RESERVED | {"coproc"}
 
 
 def _plain_list(tokens: list[Token]) -> bool:
-    """True when ``tokens`` are simple commands joined by list operators, each
-    operator between two commands (``;`` and ``&`` may also end the list), with
-    no reserved word, redirection or substitution: such a command is valid shell
-    syntax, and bash need not be asked. This keeps a sweep above the
-    1,000 builds/s guard (``bash -n`` costs about a millisecond a command);
-    anything else is read by bash itself."""
+    """True for simple commands joined by list operators with no reserved word,
+    redirection or substitution: valid syntax without asking ``bash -n`` (about a
+    millisecond a command), which keeps a sweep above the 1,000 builds/s guard."""
     before = "\n"  # the operator before the current token, "" after a word
     for token in tokens:
         if token.kind == "word":
@@ -93,10 +69,7 @@ def _plain_list(tokens: list[Token]) -> bool:
 
 
 def bash_syntax_error(command: str) -> str | None:
-    """bash's complaint about ``command`` (one line), or None when bash parses it.
-
-    Runs ``bash -n`` (read, never run) on the command given on standard input,
-    with an empty environment; None as well when there is no bash to ask."""
+    """``bash -n``'s one-line complaint about ``command``; None when it parses (or no bash)."""
     bash = shutil.which("bash")
     if bash is None:
         return None
@@ -138,8 +111,7 @@ def check_command(
     max_bytes: int = MAX_COMMAND_BYTES,
     carrier: str = "the command line of a job step",
 ) -> None:
-    """Refuse a command that cannot run: empty, a NUL, longer than ``max_bytes``
-    (``carrier`` says what carries it), or not parsed by bash."""
+    """Refuse a command that is empty, holds a NUL, exceeds ``max_bytes`` or does not parse."""
     if not command.strip():
         raise BuildError(f"{field} is empty; give the command to run")
     size = _text_size(field, command)
@@ -165,8 +137,7 @@ CUSTOM_COMMAND_BYTES = MAX_ARG_BYTES - len("CUSTOM_COMMAND=")
 
 
 def check_custom_command(field: str, command: str) -> None:
-    """:func:`check_command` for a custom command, which travels in the
-    ``CUSTOM_COMMAND`` environment variable (at most 128 KiB)."""
+    """:func:`check_command` for a command that travels in ``CUSTOM_COMMAND``."""
     check_command(
         field,
         command,
@@ -205,9 +176,7 @@ def check_custom_env(field: str, value: str) -> None:
 
 def _count(value: object) -> int | None:
     """A partition's node count (slurm_env.json writes it as a string), if known."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().isdigit():
         return int(value)
@@ -223,10 +192,7 @@ def check_counts(
     partition: str | None = None,
     partitions: Iterable[tuple[str, object]] = (),
 ) -> None:
-    """Refuse node and task counts no job can get: more nodes than the partition
-    (``partitions`` are ``(name, nodes)`` pairs from slurm_env.json; ``partition``
-    the one in use) or than :data:`MAX_NODES`, fewer tasks than nodes, or more
-    than :data:`MAX_TASKS_PER_NODE` tasks per node."""
+    """Refuse counts no job can get (``partitions``: ``(name, nodes)`` from slurm_env.json)."""
     if nodes > MAX_NODES:
         raise BuildError(
             f"{nodes_field} = {nodes} is more nodes than a Slurm job is given (at most "
@@ -265,8 +231,7 @@ _COMMAND_FIELDS = {"pytest": "test_cmd", "eval": "eval_cmd", "bench": "bench_cmd
 
 
 def check_request(req: BuildRequest) -> None:
-    """The command checks for the fields ``req``'s workflow runs (a missing
-    command is left to the workflow's own message)."""
+    """Check the commands ``req``'s workflow runs (a missing one is the workflow's to report)."""
     kind = req.workflow_type
     field = _COMMAND_FIELDS.get(kind)
     if field is not None:

@@ -1,9 +1,5 @@
-"""The ``<work_dir>/job_spec.json`` found before a build.
-
-The orchestrator writes it first (``container_image``, ``build_project``,
-``device_type``, ``repo_root`` and, for remote runs, ``remote_repo_path`` and
-``remote_work_dir``); the procedure reads the remote paths from it. A file that
-is there but cannot be read as a JSON object stops the build, and is left as it was.
+"""The ``<work_dir>/job_spec.json`` the orchestrator (or an earlier build) left, read for
+the remote paths; a file there that is not a JSON object stops the build, left as it was.
 """
 
 from __future__ import annotations

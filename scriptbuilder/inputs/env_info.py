@@ -1,8 +1,5 @@
-"""An internal-env-info source read from a JSON file (``scriptbuilder build --env-info``).
-
-The file may hold ``"arch"`` (one architecture for every partition),
-``"partitions": {"<name>": {"arch": "..."}}`` and ``"default_models_repo_host"``;
-anything absent stays unknown and the procedure's fallbacks apply.
+"""``scriptbuilder build --env-info FILE``: ``arch``, ``partitions.<name>.arch`` and
+``default_models_repo_host``; anything absent stays unknown.
 """
 
 from __future__ import annotations
@@ -18,9 +15,7 @@ class FileEnvInfo:
 
     @classmethod
     def load(cls, path: str) -> FileEnvInfo:
-        label = f"--env-info {path}"
-        data = read_json_object(path, label, "pass a JSON object")
-        return cls(data)
+        return cls(read_json_object(path, f"--env-info {path}", "pass a JSON object"))
 
     def arch(self, partition: str | None) -> str | None:
         partitions = self.data.get("partitions")

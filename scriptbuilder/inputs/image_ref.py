@@ -1,14 +1,6 @@
-"""Container image references in the two spellings their readers understand.
-
-- Docker (``docker run``, the properties file, the orchestrator):
-  ``[REGISTRY/]IMAGE[:TAG][@DIGEST]``.
-- enroot, behind pyxis's ``srun --container-image`` (and submit.py's ``--image``,
-  which lands there): ``[USER@][REGISTRY#]IMAGE[:TAG]``, or a squashfs file
-  whose path starts with ``/`` or ``./``. enroot reads a registry written with
-  ``/`` as part of a Docker Hub repository name, and the pull fails.
-
-A first path component is a registry host when it contains ``.`` or ``:`` or
-is ``localhost``. Either spelling converts to the other; converting a value
+"""Container image references: Docker's ``[REGISTRY/]IMAGE[:TAG][@DIGEST]`` and enroot's
+``[USER@][REGISTRY#]IMAGE[:TAG]`` (pyxis ``--container-image``; a ``/`` registry there is
+read as a Docker Hub name and the pull fails), or a squashfs path. Converting a value
 already in the target spelling returns it unchanged.
 """
 
@@ -17,19 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = [
-    "ImageRef",
-    "docker_form",
-    "enroot_form",
-    "enroot_problem",
-    "is_registry_host",
-    "parse_image",
-]
-
-# ``name@sha256:...``: the part after ``@`` is a digest, not the image.
+# ``name@sha256:...``: a digest, not the image.
 _DIGEST = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9A-Fa-f]{32,}")
-# What enroot accepts after the registry: IMAGE in lower case, digits and "/._-",
-# then an optional :TAG (no digest).
+# What enroot accepts after the registry.
 _ENROOT_NAME = re.compile(r"[a-z0-9/._-]+(?::[A-Za-z0-9._:-]+)?")
 
 
@@ -66,8 +48,7 @@ class ImageRef:
 
 
 def _split_user(text: str) -> tuple[str | None, str]:
-    """An enroot ``USER@`` prefix: text before the first ``@`` holding no ``/`` or
-    ``#``, unless what follows the ``@`` is a digest (``ubuntu@sha256:...``)."""
+    """An enroot ``USER@`` prefix, unless what follows the ``@`` is a digest."""
     user, sep, rest = text.partition("@")
     if not sep or not user or "/" in user or "#" in user or _DIGEST.fullmatch(rest):
         return None, text

@@ -5,14 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = [
-    "ARCH_KEYS",
-    "find_properties_file",
-    "image_for_arch",
-    "normalize_arch",
-    "read_properties",
-]
-
 # Architecture (as ``uname -m`` / Slurm report it, normalized) -> properties key.
 ARCH_KEYS: dict[str, str] = {
     "aarch64": "LLM_SBSA_DOCKER_IMAGE",
@@ -20,14 +12,9 @@ ARCH_KEYS: dict[str, str] = {
 }
 
 _ARCH_ALIASES = {
-    "arm64": "aarch64",
-    "aarch64": "aarch64",
-    "sbsa": "aarch64",
-    "amd64": "x86_64",
-    "x86_64": "x86_64",
-    "x86-64": "x86_64",
-    "x64": "x86_64",
-}
+    "arm64": "aarch64", "aarch64": "aarch64", "sbsa": "aarch64",
+    "amd64": "x86_64", "x86_64": "x86_64", "x86-64": "x86_64", "x64": "x86_64",
+}  # fmt: skip
 
 _CANONICAL = "jenkins/current_image_tags.properties"
 _SEARCH_DIRS = ("jenkins", ".ci", "ci")
@@ -41,14 +28,10 @@ def normalize_arch(arch: str) -> str:
     return _ARCH_ALIASES.get(key, key)
 
 
-def _matches(name: str) -> bool:
-    return "image_tags" in name and name.endswith(".properties")
-
-
-def _search(top: Path, max_depth: int, skip: frozenset[str]) -> Path | None:
-    """Breadth-first, each level in sorted name order; files at depth 1..max_depth."""
+def _search(top: Path, skip: frozenset[str]) -> Path | None:
+    """Breadth-first, each level in sorted name order."""
     level = [top]
-    for depth in range(1, max_depth + 1):
+    for depth in range(1, _MAX_DEPTH + 1):
         deeper: list[Path] = []
         for folder in level:
             try:
@@ -58,10 +41,14 @@ def _search(top: Path, max_depth: int, skip: frozenset[str]) -> Path | None:
                 continue
             for entry in entries:
                 try:
-                    if entry.is_file() and _matches(entry.name):
+                    if (
+                        entry.is_file()
+                        and "image_tags" in entry.name
+                        and entry.name.endswith(".properties")
+                    ):
                         return Path(entry.path)
                     if (
-                        depth < max_depth
+                        depth < _MAX_DEPTH
                         and entry.name not in skip
                         and entry.is_dir(follow_symlinks=False)
                     ):
@@ -73,12 +60,8 @@ def _search(top: Path, max_depth: int, skip: frozenset[str]) -> Path | None:
 
 
 def find_properties_file(repo_root: str | Path) -> str | None:
-    """``jenkins/current_image_tags.properties``, else the first ``*image_tags*.properties``.
-
-    The search is breadth-first to depth 3 in sorted order, under ``jenkins/``,
-    ``.ci/``, ``ci/`` in that order, then under the repository root (skipping
-    those three and ``.git``-like folders).  Shallower files win within a folder.
-    """
+    """``jenkins/current_image_tags.properties``, else the first ``*image_tags*.properties``
+    to depth 3 under ``jenkins/``, ``.ci/``, ``ci/``, then the repository root."""
     canonical = os.path.join(repo_root, _CANONICAL)
     if os.path.isfile(canonical):
         return canonical
@@ -86,10 +69,10 @@ def find_properties_file(repo_root: str | Path) -> str | None:
     for name in _SEARCH_DIRS:
         folder = root / name
         if folder.is_dir():
-            found = _search(folder, _MAX_DEPTH, _SKIP_DIRS)
+            found = _search(folder, _SKIP_DIRS)
             if found is not None:
                 return str(found)
-    found = _search(root, _MAX_DEPTH, _SKIP_DIRS | frozenset(_SEARCH_DIRS))
+    found = _search(root, _SKIP_DIRS | frozenset(_SEARCH_DIRS))
     return None if found is None else str(found)
 
 
@@ -100,13 +83,8 @@ def _unquote(value: str) -> str:
 
 
 def read_properties(path: str | Path) -> dict[str, str]:
-    """``KEY=VALUE`` lines; ``#``/``!`` comments and blank lines skipped.
-
-    Key and value are stripped, a value's matching surrounding quotes removed,
-    and a leading ``export`` (the file is also sourced by ``sh``) ignored.  A
-    ``#`` inside a value is kept (``nvcr.io#nvidia/...`` is a valid image).
-    Lines without ``=`` are ignored; a repeated key keeps its last value.
-    """
+    """``KEY=VALUE`` lines (``#``/``!`` comments skipped, a leading ``export`` ignored, since
+    ``sh`` sources the file too; a ``#`` inside a value is kept: ``nvcr.io#nvidia/x``)."""
     props: dict[str, str] = {}
     for raw in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
         line = raw.strip()

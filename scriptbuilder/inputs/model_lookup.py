@@ -1,16 +1,11 @@
-"""Find a model's folder under the models root (procedure Step 3, eval model path).
-
-Breadth-first and bounded: depth 1 is the root's direct children, and folders
-at ``max_depth`` are looked at (by name) but never listed, so the cost depends
-only on the first ``max_depth - 1`` levels of the tree.
+"""Find a model's folder under the models root (procedure Step 3, eval model path), breadth-first
+to ``max_depth`` (folders at the last level are matched by name, never listed).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-
-__all__ = ["find_model_dir"]
 
 
 def _listing(path: str) -> list[os.DirEntry[str]]:
@@ -29,14 +24,8 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 
 
 def find_model_dir(root: Path, name: str, max_depth: int = 3) -> Path | None:
-    """The shallowest directory below ``root`` named ``name`` (case-insensitive).
-
-    Depth 1..``max_depth``; among matches at the same depth the first in sorted
-    path order (each level's entries sorted by name) wins.  Symlinked folders
-    are followed, each real folder is listed at most once (cycle guard), and
-    unreadable folders are skipped.  The result is ``root`` joined with the
-    names walked (symlinks are not resolved).
-    """
+    """The shallowest folder below ``root`` named ``name`` (any case), first in sorted
+    order; symlinks followed (each real folder listed once) but not resolved."""
     target = name.casefold()
     if max_depth < 1 or not target:
         return None

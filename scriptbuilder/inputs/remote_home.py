@@ -1,7 +1,5 @@
-"""The user's home on the cluster, asked from the login host:
-``ssh [-l USER] -o BatchMode=yes -o ConnectTimeout=10 HOST 'echo $HOME'``.
-
-Non-interactive (no password or host-key prompt) and bounded in time.
+"""The user's home on the cluster, asked from the login host with a non-interactive,
+time-bounded ``ssh HOST 'echo $HOME'``.
 """
 
 from __future__ import annotations

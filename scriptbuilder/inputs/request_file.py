@@ -1,9 +1,7 @@
 """A request file (JSON or YAML, or ``-`` for standard input) read into a mapping.
 
-Hostile or broken files end in a one-line :class:`BuildError` before anything
-is resolved: more than :data:`MAX_REQUEST_BYTES`, not UTF-8, nested too deeply
-for the parser, or YAML aliases (``*name``, which can expand a few hundred
-bytes into gigabytes). Values are checked afterwards by the request model.
+Too large, not UTF-8, nested too deeply or using YAML aliases (which can expand a few
+hundred bytes into gigabytes) is a one-line :class:`BuildError` before anything is resolved.
 """
 
 from __future__ import annotations
@@ -18,23 +16,16 @@ import yaml
 
 from scriptbuilder.errors import BuildError
 
-#: Largest request accepted (2 MiB): far above any real request, which holds
-#: field values only, and small enough to parse in milliseconds.
+#: Far above any real request, which holds field values only.
 MAX_REQUEST_BYTES = 2 * 1024 * 1024
 #: Local paths that a request file may give relative to its own folder.
 LOCAL_PATH_FIELDS = (
-    "work_dir",
-    "repo_root",
-    "skill_dir",
-    "slurm_env_file",
-    "custom_script",
-    "perf_config_yaml",
-)
+    "work_dir", "repo_root", "skill_dir", "slurm_env_file", "custom_script", "perf_config_yaml"
+)  # fmt: skip
 
 
 def read_limited(source: str, label: str, limit: int = MAX_REQUEST_BYTES) -> str:
-    """The UTF-8 text of file ``source`` (``-``: standard input), at most ``limit``
-    bytes; ``label`` names it in errors (``request file x.json``)."""
+    """The UTF-8 text of file ``source`` (``-``: standard input), at most ``limit`` bytes."""
     try:
         if source == "-":
             stream = getattr(sys.stdin, "buffer", None)
@@ -69,8 +60,7 @@ def parse_json(text: str, label: str) -> Any:
 def read_json_object(
     path: str, label: str, fix: str, limit: int = MAX_REQUEST_BYTES
 ) -> dict[str, Any]:
-    """The JSON object in file ``path``; anything else (unreadable, too large, not
-    UTF-8, not JSON, not an object, a lone surrogate) is a BuildError ending in ``fix``."""
+    """The JSON object in file ``path``; anything else is a BuildError ending in ``fix``."""
     text = read_limited(path, label, limit)
     try:
         raw = parse_json(text, label)
@@ -108,8 +98,7 @@ def _parse_yaml(text: str, label: str) -> Any:
 
 
 def read_request(source: str) -> dict[str, Any]:
-    """A request from a JSON or YAML file, or ``-`` for standard input; relative
-    local paths are made absolute from the file's folder."""
+    """A request from a JSON or YAML file (``-``: stdin), relative paths made absolute."""
     label = f"request file {source}"
     text = read_limited(source, label)
     try:

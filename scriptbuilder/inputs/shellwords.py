@@ -1,19 +1,8 @@
-"""A bash-aware tokenizer for the command strings users hand to the builder.
+"""A bash-aware tokenizer: words and operators as bash's parser reads them, nothing expanded.
 
-It reads a command the way bash's parser does (quoting, line continuations,
-comments, substitutions, operators) without expanding anything: a word's
-``value`` is the text after quote removal, and ``literal`` tells whether bash
-would still change it at run time (parameter, command, arithmetic, tilde,
-brace or pathname expansion).
-
-Spans (``start``/``end``) index the original string, so a caller can splice
-new text in place of a word while every other byte of the user's command
-stays as written.
-
-Deliberate limits: aliases, ``case`` patterns inside ``$(...)``, extglob
-patterns and ``{fd}>`` redirections are not understood.  Here-document bodies
-are skipped; they are attached to the span of the newline token that precedes
-them.
+A word's ``value`` is its text after quote removal; ``literal`` is false when bash would
+still expand it at run time. Spans index the original string. Not understood: aliases,
+``case`` inside ``$(...)``, extglob, ``{fd}>``; here-document bodies are skipped.
 """
 
 from __future__ import annotations
@@ -23,32 +12,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = [
-    "ShellSyntaxError",
-    "Token",
-    "simple_commands",
-    "split_top_level",
-    "tokenize",
-]
-
 
 class ShellSyntaxError(ValueError):
     """The command is not complete shell syntax (an unterminated quote, for example)."""
 
-    def __init__(self, message: str, position: int) -> None:
-        super().__init__(message)
-        self.position = position
-
 
 @dataclass(frozen=True)
 class Token:
-    """One word or operator of a command.
-
-    ``value`` is the word after bash quote removal (``--model='a b'`` gives
-    ``--model=a b``); expansions such as ``$HOME`` or ``$(cmd)`` are kept as
-    their raw text and make ``literal`` false.  For operators ``value`` is the
-    operator text (a newline is the operator ``"\\n"``).
-    """
+    """One word (``value`` after quote removal, expansions kept raw) or operator."""
 
     value: str
     start: int
@@ -65,7 +36,6 @@ _OPERATORS = (
 )  # fmt: skip
 _METACHARS = frozenset(" \t\n;&|()<>")
 _BLANKS = frozenset(" \t")
-_NAME_START = re.compile(r"[A-Za-z_]")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FD_REDIRECT = re.compile(r"[0-9]+(?=[<>])")
 _SPECIAL_PARAMS = frozenset("@*#?$!-0123456789")
@@ -113,12 +83,10 @@ class _Lexer:
         self.n = len(text)
 
     def error(self, what: str, pos: int) -> ShellSyntaxError:
-        return ShellSyntaxError(f"unterminated {what} starting at {_where(self.s, pos)}", pos)
+        return ShellSyntaxError(f"unterminated {what} starting at {_where(self.s, pos)}")
 
-    # -- skipping nested constructs (their text is kept raw) ------------------
-
+    # Each skip_* gets ``i`` just past the opening and returns the index past the close.
     def skip_single(self, i: int) -> int:
-        """``i`` is just past an opening ``'``; return the index past the closing one."""
         j = self.s.find("'", i)
         if j < 0:
             raise self.error("single quote", i - 1)
@@ -136,10 +104,8 @@ class _Lexer:
         subst: bool = False,
         code: bool = False,
     ) -> int:
-        """The index past the ``close`` that ends the construct opened at ``origin``
-        (``i`` is just past its opening; ``nest`` opens a nested pair). Backslash
-        escapes are skipped; with ``quotes`` quoted strings too, with ``subst``
-        substitutions, with ``code`` (shell code) ANSI-C strings and comments."""
+        """Past the ``close`` of the construct opened at ``origin`` (``nest`` nests);
+        ``quotes``/``subst``/``code`` also skip quotes, substitutions, $'' and comments."""
         s, n = self.s, self.n
         depth, j, word_start = 0, i, True
         while j < n:
@@ -160,7 +126,7 @@ class _Lexer:
             elif quotes and c == "'":
                 j = self.skip_single(j + 1)
             elif quotes and c == '"':
-                j = self.skip_double(j + 1)
+                j = self.skip(j + 1, '"', "double quote", j, subst=True)
             elif subst and c == "`":
                 j = self.skip_backtick(j + 1)
             elif code and c == "$" and s.startswith("'", j + 1):
@@ -175,20 +141,13 @@ class _Lexer:
         raise self.error(what, origin)
 
     def skip_ansi_c(self, i: int) -> int:
-        """``i`` is just past ``$'``; return the index past the closing ``'``."""
         return self.skip(i, "'", "$'...' quote", i - 2)
 
     def skip_backtick(self, i: int) -> int:
-        """``i`` is just past an opening backtick; return the index past the closing one."""
         return self.skip(i, "`", "backquote substitution", i - 1)
 
-    def skip_double(self, i: int) -> int:
-        """``i`` is just past an opening ``"``; return the index past the closing one."""
-        return self.skip(i, '"', "double quote", i - 1, subst=True)
-
     def skip_code(self, i: int, origin: int) -> int:
-        """Skip shell code up to the ``)`` that closes the ``(`` before ``i``: the
-        inside of ``$(...)``, ``$((...))``, ``<(...)`` and ``>(...)``."""
+        """The inside of ``$(...)``, ``$((...))``, ``<(...)`` or ``>(...)``."""
         kind = "command" if self.s[origin] == "$" else "process"
         what = f"{kind} substitution '{self.s[origin : origin + 2]}'"
         return self.skip(i, ")", what, origin, "(", quotes=True, subst=True, code=True)
@@ -212,15 +171,21 @@ class _Lexer:
         nxt = s[i + 1]
         if nxt in "({[":
             return self.skip_dollar(i)
-        if _NAME_START.match(nxt):
-            m = _NAME.match(s, i + 1)
-            assert m is not None
+        m = _NAME.match(s, i + 1)
+        if m is not None:
             return m.end()
         if nxt in _SPECIAL_PARAMS:
             return i + 2
         return None
 
-    # -- words ---------------------------------------------------------------
+    def expansion(self, i: int, value: list[str]) -> tuple[int, bool]:
+        """Read the ``$...`` or backquote at ``i`` raw into ``value``; return (end, literal)."""
+        end = self.skip_backtick(i + 1) if self.s[i] == "`" else self.dollar_end(i)
+        if end is None:
+            value.append("$")
+            return i + 1, True
+        value.append(self.s[i:end])
+        return end, False
 
     def decode_ansi_c(self, i: int, value: list[str], shape: list[str]) -> int:
         """Decode ``$'...'`` (``i`` just past ``$'``); return the index past the closing quote."""
@@ -280,20 +245,9 @@ class _Lexer:
                 else:
                     value.append("\\" + e)
                 j += 2
-            elif c == "`":
-                end = self.skip_backtick(j + 1)
-                value.append(s[j:end])
-                literal = False
-                j = end
-            elif c == "$":
-                dollar_end = self.dollar_end(j)
-                if dollar_end is None:
-                    value.append("$")
-                    j += 1
-                else:
-                    value.append(s[j:dollar_end])
-                    literal = False
-                    j = dollar_end
+            elif c in "`$":
+                j, lit = self.expansion(j, value)
+                literal = literal and lit
             else:
                 value.append(c)
                 j += 1
@@ -341,23 +295,10 @@ class _Lexer:
             elif c == "$" and i + 1 < n and s[i + 1] == '"':  # $"..." (locale string)
                 i, lit = self.read_double(i + 2, value, shape)
                 literal = literal and lit
-            elif c == "$":
-                dollar_end = self.dollar_end(i)
-                if dollar_end is None:
-                    value.append("$")
-                    shape.append(_Q)
-                    i += 1
-                else:
-                    value.append(s[i:dollar_end])
-                    shape.append(_Q)
-                    literal = False
-                    i = dollar_end
-            elif c == "`":
-                end = self.skip_backtick(i + 1)
-                value.append(s[i:end])
+            elif c in "$`":
+                i, lit = self.expansion(i, value)
                 shape.append(_Q)
-                literal = False
-                i = end
+                literal = literal and lit
             else:
                 value.append(c)
                 shape.append(c)
@@ -365,8 +306,6 @@ class _Lexer:
         if literal:
             literal = not _expands("".join(shape))
         return Token("".join(value), start, i, "word", literal), i
-
-    # -- here-documents --------------------------------------------------------
 
     def skip_heredocs(self, i: int, pending: list[tuple[str, bool]]) -> int:
         """Skip the bodies of ``pending`` here-documents; ``i`` is the start of the body."""
@@ -381,8 +320,6 @@ class _Lexer:
                     break
         pending.clear()
         return i
-
-    # -- driver ----------------------------------------------------------------
 
     def tokens(self) -> list[Token]:
         s, n = self.s, self.n
@@ -428,11 +365,9 @@ class _Lexer:
 
 def _expands(shape: str) -> bool:
     """Whether tilde, brace or pathname expansion applies to a word of this shape."""
-    if "*" in shape or "?" in shape or _GLOB_BRACKET.search(shape):
+    if "*" in shape or "?" in shape or shape.startswith("~"):
         return True
-    if _BRACE_EXPANSION.search(shape):
-        return True
-    if shape.startswith("~"):
+    if _GLOB_BRACKET.search(shape) or _BRACE_EXPANSION.search(shape):
         return True
     m = _ASSIGNMENT_PREFIX.match(shape)
     if m is not None:
@@ -441,29 +376,14 @@ def _expands(shape: str) -> bool:
     return False
 
 
-def _is_bare(token: Token) -> bool:
-    """True when the word was written without any quoting (its text is its value)."""
-    return token.literal and token.end - token.start == len(token.value)
-
-
 def tokenize(command: str) -> list[Token]:
-    """Split ``command`` into words and operators the way bash's parser does.
-
-    Raises ShellSyntaxError for an unterminated quote or substitution.
-    """
+    """Split ``command`` into words and operators; ShellSyntaxError when unterminated."""
     return _Lexer(command).tokens()
 
 
 def simple_commands(tokens: Sequence[Token]) -> list[list[Token]]:
-    """The word tokens grouped into simple commands.
-
-    Control operators (``&&``, ``||``, ``;``, ``|``, ``&``, ``(``, ``)``,
-    newline, ...) separate commands.  Redirections are not part of a command's
-    words: a redirection operator and the word after it (its target) are
-    dropped.  Leading reserved words (``if``, ``then``, ``do``, ``!``,
-    ``time [-p]``, ``{``, ...) are dropped too, so the first word of each group is
-    the command to run; groups left empty are omitted.
-    """
+    """The words grouped into simple commands, without redirections and leading
+    reserved words (so each group starts with the program); empty groups omitted."""
     groups: list[list[Token]] = []
     current: list[Token] = []
     skip_target = False
@@ -481,7 +401,8 @@ def simple_commands(tokens: Sequence[Token]) -> list[list[Token]]:
         if skip_target:
             skip_target = False
             continue
-        if not current and _is_bare(token):
+        # A reserved word is one written without quoting (its text is its value).
+        if not current and token.literal and token.end - token.start == len(token.value):
             if token.value in _LEADING_KEYWORDS:
                 after_time = token.value == "time"
                 continue
@@ -495,25 +416,12 @@ def simple_commands(tokens: Sequence[Token]) -> list[list[Token]]:
 
 
 def split_top_level(command: str, op: str = "&&") -> list[str]:
-    """The parts of ``command`` between top-level ``op`` operators.
-
-    An operator is top level when it is not quoted, not inside a substitution
-    (``$(...)``, backticks, ``${...}``), and not inside a subshell ``(...)``,
-    a group ``{ ...; }``, ``if ... fi``, ``do ... done``, ``case ... esac`` or
-    ``[[ ... ]]``.  Each part is the original text from its first token to its
-    last token, so surrounding blanks, line continuations and trailing
-    comments are left out and everything in between is kept byte for byte.
-    A part with no tokens is ``""``.
-    """
-    tokens = tokenize(command)
-    return [_span_text(command, part) for part in _split_tokens(command, tokens, op)]
-
-
-def _split_tokens(command: str, tokens: Sequence[Token], op: str) -> list[list[Token]]:
+    """The original text of each part of ``command`` between ``op`` operators that are
+    not quoted, substituted or inside a subshell or compound command (``""`` if empty)."""
     parts: list[list[Token]] = [[]]
     stack: list[str] = []
     command_position = True
-    for token in tokens:
+    for token in tokenize(command):
         at_command = command_position
         if token.kind == "op":
             command_position = token.value in _CONTROL_OPS
@@ -535,10 +443,4 @@ def _split_tokens(command: str, tokens: Sequence[Token], op: str) -> list[list[T
             elif at_command and stack and raw == _OPENERS.get(stack[-1]):
                 stack.pop()
         parts[-1].append(token)
-    return parts
-
-
-def _span_text(command: str, tokens: Sequence[Token]) -> str:
-    if not tokens:
-        return ""
-    return command[tokens[0].start : tokens[-1].end].strip(" \t\n")
+    return [command[p[0].start : p[-1].end].strip(" \t\n") if p else "" for p in parts]

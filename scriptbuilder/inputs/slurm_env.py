@@ -1,7 +1,5 @@
-"""slurm_env.json: what the orchestrator's one-pass probe found on the cluster.
-
-Checked by the :class:`~scriptbuilder.models.SlurmEnv` model (null means "not
-known", unknown keys kept); the raw object is embedded verbatim in job_spec.json.
+"""slurm_env.json, the orchestrator's probe of the cluster, read with the
+:class:`~scriptbuilder.models.SlurmEnv` model; the raw object goes into job_spec.json.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Slurm time limits: the formats ``sbatch --time`` accepts, and their length.
-
-Slurm reads ``MM``, ``MM:SS``, ``HH:MM:SS``, ``D-HH``, ``D-HH:MM`` and
-``D-HH:MM:SS`` (every part plain decimal digits), and ``infinite`` or
-``unlimited`` in any letter case; ``0`` also means no limit. Seconds round up
-to the next minute, as Slurm rounds them.
+"""Slurm time limits in the formats ``sbatch --time`` accepts (``0``, ``infinite`` and
+``unlimited`` mean none), and their length in minutes, seconds rounded up as Slurm does.
 """
 
 from __future__ import annotations
@@ -24,8 +20,7 @@ _TIME = re.compile(
 
 
 def time_limit_minutes(value: str) -> int | None:
-    """The length of a Slurm time limit in minutes, None for no limit; ValueError
-    when ``value`` is in none of Slurm's formats."""
+    """The length of a Slurm time limit in minutes (None: no limit), or ValueError."""
     if value.lower() in _NO_LIMIT:
         return None
     match = _TIME.fullmatch(value)
@@ -43,8 +38,7 @@ def time_limit_minutes(value: str) -> int | None:
 
 
 def checked_minutes(field: str, value: str) -> int | None:
-    """:func:`time_limit_minutes`, or a :class:`BuildError` naming ``field`` (a
-    request field or a command-line flag) and the formats."""
+    """:func:`time_limit_minutes`, or a :class:`BuildError` naming ``field`` and the formats."""
     try:
         return time_limit_minutes(value)
     except ValueError:

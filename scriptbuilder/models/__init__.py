@@ -1,10 +1,5 @@
-"""The pydantic models: the build request, slurm_env.json, job_spec.json and the
-machine-readable result of a build.
-
-They are the one declaration and the one validator of those shapes;
-``scriptbuilder schema NAME`` prints their JSON Schemas (:func:`json_schema`),
-and :func:`~scriptbuilder.models.messages.describe` turns a ``ValidationError``
-into the one-line message a user sees.
+"""The pydantic models, the one declaration and validator of the request, slurm_env.json,
+job_spec.json and a build's result; ``scriptbuilder schema NAME`` prints their JSON Schemas.
 """
 
 from __future__ import annotations

@@ -1,6 +1,4 @@
-"""The machine-readable result of one build: a line of ``scriptbuilder build --many``
-and the object ``scriptbuilder build --json`` prints (``scriptbuilder schema
-build-result``)."""
+"""A build's machine-readable result (``build --json``, a line of ``build --many``)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""String types shared by the models.
-
-``OneLine`` is for values that end up on a ``#SBATCH`` line or in a path: a
-newline, carriage return or NUL there would cut the line or the path, so they
-are refused. ``Text`` is for user commands, which may span lines; both refuse a
-lone surrogate, which no file or terminal can carry.
+"""String types shared by the models: ``OneLine`` (no newline, carriage return or NUL, which
+would cut a ``#SBATCH`` line or a path) and ``Text`` (commands); neither takes a lone surrogate.
 """
 
 from __future__ import annotations
@@ -13,8 +9,7 @@ from typing import Annotated
 from pydantic import AfterValidator, StringConstraints
 from pydantic_core import PydanticCustomError
 
-#: No line break, carriage return or NUL (pydantic also refuses lone surrogates
-#: for a string with a pattern).
+#: Pydantic also refuses lone surrogates for a string with a pattern.
 ONE_LINE_PATTERN = r"^[^\r\n\x00]*$"
 
 

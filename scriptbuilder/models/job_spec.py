@@ -1,8 +1,5 @@
-"""job_spec.json: every resolved value an executor needs.
-
-The orchestrator writes a first ``job_spec.json`` before the builder runs
-(:class:`EarlierJobSpec`); the builder reads the remote paths from it and keeps
-every key it does not own when it writes its own (:class:`JobSpec`).
+"""job_spec.json: every resolved value an executor needs, and the earlier one the
+orchestrator writes before the build (its remote paths are read, other keys kept).
 """
 
 from __future__ import annotations
@@ -108,27 +105,15 @@ class JobSpec(BaseModel):
     warnings: list[str] = []
 
 
-#: Request fields written to job_spec.json as given; an earlier value survives
-#: when the request leaves one out.
+#: Request fields written as given; an earlier job_spec.json's value survives a missing one.
 PASS_THROUGH = (
-    "repo_root",
-    "build_project",
-    "skip_install",
-    "monitor_timeout",
-    "device_type",
-    "gpu_type",
-    "slurm_cluster",
-    "user_name",
-    "ssh_host",
-    "slurm_user",
-    "remote_cwd",
-)
+    "repo_root", "build_project", "skip_install", "monitor_timeout", "device_type", "gpu_type",
+    "slurm_cluster", "user_name", "ssh_host", "slurm_user", "remote_cwd",
+)  # fmt: skip
 
 
 class EarlierJobSpec(BaseModel):
-    """The job_spec.json found in work_dir before the build (the orchestrator's,
-    or an earlier build's): the fields read from it; every other key is kept.
-    Its validator is built when a file is first found (``defer_build``)."""
+    """The fields read from the job_spec.json found before the build; other keys are kept."""
 
     model_config = ConfigDict(extra="allow", strict=True, defer_build=True)
 

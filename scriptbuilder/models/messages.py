@@ -1,7 +1,5 @@
-"""One line from a pydantic ``ValidationError``: the field, what was wrong, the fix.
-
-A misspelt field name gets the nearest known one ("did you mean"); values are
-shortened, so a huge or deeply nested input gives a short message.
+"""One line from a pydantic ``ValidationError``: the field, what was wrong, the fix
+(a misspelt field gets "did you mean"; values are shortened).
 """
 
 from __future__ import annotations
@@ -27,25 +25,15 @@ _repr.maxstring = _repr.maxother = MAX_QUOTED
 _repr.maxlevel, _repr.maxlist, _repr.maxdict = 2, 4, 4
 
 _EXPECTED = {
-    "int_type": "an integer",
-    "int_parsing": "an integer",
-    "int_from_float": "an integer",
-    "float_type": "a number",
-    "string_type": "a string",
-    "bool_type": "true or false",
-    "bool_parsing": "true or false",
-    "list_type": "a list",
-    "dict_type": "an object",
-    "model_type": "an object",
-    "model_attributes_type": "an object",
-    "none_required": "null",
-}
+    "int_type": "an integer", "int_parsing": "an integer", "int_from_float": "an integer",
+    "float_type": "a number", "string_type": "a string", "bool_type": "true or false",
+    "bool_parsing": "true or false", "list_type": "a list", "dict_type": "an object",
+    "model_type": "an object", "model_attributes_type": "an object", "none_required": "null",
+}  # fmt: skip
 _BOUNDS = {
-    "greater_than_equal": ("ge", "at least"),
-    "greater_than": ("gt", "more than"),
-    "less_than_equal": ("le", "at most"),
-    "less_than": ("lt", "less than"),
-}
+    "greater_than_equal": ("ge", "at least"), "greater_than": ("gt", "more than"),
+    "less_than_equal": ("le", "at most"), "less_than": ("lt", "less than"),
+}  # fmt: skip
 _LINE_BREAKS = {"\n": "a newline", "\r": "a carriage return", "\x00": "a NUL character"}
 
 

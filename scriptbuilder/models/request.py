@@ -1,8 +1,4 @@
-"""The build request: every input field of the script-builder procedure.
-
-Validation is strict: an integer field takes an integer (not ``"4"``, not
-``true``), a boolean field ``true`` or ``false``, a string field a string.
-"""
+"""The build request: every input field of the script-builder procedure, strictly typed."""
 
 from __future__ import annotations
 
@@ -24,9 +20,7 @@ Duration = Annotated[
 
 
 def _job_name(value: str) -> str:
-    """A Slurm job name the executors can submit with ``-J`` and find again with
-    ``squeue --name``: some text, no control character, no comma (``--name`` takes
-    a comma-separated list)."""
+    """A job name ``sbatch -J`` and ``squeue --name`` (a comma-separated list) agree on."""
     if not value.strip():
         raise PydanticCustomError("job_name", "must not be blank")
     if any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
@@ -40,7 +34,6 @@ def _job_name(value: str) -> str:
     return value
 
 
-#: The caller's Slurm job name (a :data:`OneLine` checked by :func:`_job_name`).
 JobName = Annotated[OneLine, AfterValidator(_job_name)]
 
 
@@ -168,8 +161,7 @@ class BuildRequest(BaseModel):
         description="Seconds before the time limit at which the job is warned and prints "
         "its time-limit closing line (at most half the limit).",
     )
-    # The list defaults are factories: pydantic deep-copies a mutable default for
-    # every request. The schema shows them as plain defaults.
+    # Factories, so no request shares a list; the schema shows plain defaults.
     secret_name_patterns: list[Text] = Field(
         default_factory=lambda: list(DEFAULT_SECRET_PATTERNS),
         json_schema_extra={"default": list(DEFAULT_SECRET_PATTERNS)},

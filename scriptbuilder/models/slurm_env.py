@@ -1,7 +1,5 @@
-"""slurm_env.json, the probe's output.
-
-Every field but a partition's ``name`` may be null or absent: null means "not
-known". Unknown keys are kept (the raw object is embedded in job_spec.json).
+"""slurm_env.json, the probe's output: every field but a partition's ``name`` may be null
+("not known"); unknown keys are kept.
 """
 
 from __future__ import annotations

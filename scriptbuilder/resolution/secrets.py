@@ -1,13 +1,6 @@
-"""Secret values: found in the request, shown as ``***`` in every printout.
-
-A value is secret when the request marks it (``secret_values``), when it is the
-``slurm_password``, or when it is
-assigned in ``custom_env`` to a variable whose name matches one of
-``secret_name_patterns`` (shell patterns, any letter case; by default
-``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*KEY*``). The script that must
-carry them is written with mode 0700; with ``secrets_from_environment`` the
-``custom_env`` assignments of secret names read the value from the job's
-environment at run time instead, so no file holds it.
+"""Secret values (``secret_values``, ``slurm_password``, custom_env values of names matching
+``secret_name_patterns``): shown as ``***`` in every printout, or read from the job's
+environment at run time with ``secrets_from_environment``.
 """
 
 from __future__ import annotations
@@ -26,10 +19,6 @@ if TYPE_CHECKING:
 SHOWN = "***"
 
 
-def looks_secret(name: str, patterns: tuple[str, ...] | list[str]) -> bool:
-    return any(fnmatch.fnmatchcase(name.upper(), p.upper()) for p in patterns)
-
-
 @dataclass(frozen=True)
 class Assignment:
     """``NAME=value`` in shell text: ``raw`` is the value as written there."""
@@ -41,9 +30,8 @@ class Assignment:
     end: int
 
 
-def assignments(text: str) -> list[Assignment]:
-    """The ``NAME=value`` words of ``text`` (shell assignments, as ``custom_env``
-    holds them); other words are skipped."""
+def secret_assignments(text: str, patterns: tuple[str, ...] | list[str]) -> list[Assignment]:
+    """The ``NAME=value`` words of ``text`` with a value and a name matching ``patterns``."""
     try:
         tokens = tokenize(text)
     except ShellSyntaxError as exc:
@@ -52,35 +40,25 @@ def assignments(text: str) -> list[Assignment]:
     for token in tokens:
         raw = text[token.start : token.end]
         name, eq, value = token.value.partition("=")
-        if token.kind == "word" and eq and name.isidentifier() and raw.startswith(name + "="):
+        if not (token.kind == "word" and eq and value and raw.startswith(name + "=")):
+            continue
+        if name.isidentifier() and any(
+            fnmatch.fnmatchcase(name.upper(), p.upper()) for p in patterns
+        ):
             found.append(Assignment(name, value, raw[len(name) + 1 :], token.start, token.end))
     return found
 
 
-def secret_assignments(text: str, patterns: tuple[str, ...] | list[str]) -> list[Assignment]:
-    return [a for a in assignments(text) if a.value and looks_secret(a.name, patterns)]
-
-
-def from_environment(text: str, secret: list[Assignment]) -> str:
-    """``text`` with each secret assignment reading its value from the environment
-    at run time (the run fails with a clear message when it is not set there)."""
-    for a in sorted(secret, key=lambda a: a.start, reverse=True):
-        new = f'{a.name}="${{{a.name}:?{a.name} is not set in the job environment}}"'
-        text = text[: a.start] + new + text[a.end :]
-    return text
-
-
 def _forms(value: str) -> set[str]:
-    """How ``value`` can appear in a printout: as is, single- or double-quoted for
-    the shell, escaped in JSON."""
+    """``value`` as is, quoted for the shell both ways, and escaped in JSON."""
     double = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
     double = double.replace("`", "\\`")
     return {value, value.replace("'", "'\\''"), double, json.dumps(value)[1:-1]}
 
 
 def mask(text: str, secrets: tuple[str, ...]) -> str:
-    """``text`` with every secret value shown as ``***``: every form of every
-    secret, longest first (so a form inside a longer one leaves none of it shown)."""
+    """``text`` with every form of every secret shown as ``***`` (longest first, so a
+    form inside a longer one leaves none of it shown)."""
     forms = {form for value in secrets for form in _forms(value) if form}
     for form in sorted(forms, key=len, reverse=True):
         text = text.replace(form, SHOWN)
@@ -99,8 +77,7 @@ def mask_data(value: Any, secrets: tuple[str, ...]) -> Any:
 
 
 def request_secrets(request: BuildRequest) -> tuple[str, ...]:
-    """The request's secret values: marked ones, and those of ``custom_env``
-    assignments to secret-looking names (as written there and as assigned)."""
+    """The marked secret values and those of secret-named ``custom_env`` assignments."""
     found = list(request.secret_values)
     if request.slurm_password is not None:
         found.append(request.slurm_password.get_secret_value())
@@ -111,10 +88,12 @@ def request_secrets(request: BuildRequest) -> tuple[str, ...]:
 
 
 def script_custom_env(request: BuildRequest) -> tuple[str, tuple[str, ...]]:
-    """``custom_env`` as the script carries it, and the names whose values come from
-    the job's environment (``secrets_from_environment``)."""
+    """``custom_env`` as the script carries it, and the names read from the environment."""
     text = request.custom_env or ""
     if not (request.secrets_from_environment and text):
         return text, ()
     secret = secret_assignments(text, request.secret_name_patterns)
-    return from_environment(text, secret), tuple(a.name for a in secret)
+    for a in reversed(secret):  # from the end, so the earlier spans stay valid
+        new = f'{a.name}="${{{a.name}:?{a.name} is not set in the job environment}}"'
+        text = text[: a.start] + new + text[a.end :]
+    return text, tuple(a.name for a in secret)

@@ -1,8 +1,4 @@
-"""Plain values passed from resolution to the scenarios and workflows.
-
-They hold resolved values only (no file access, no defaults logic), so the
-drop-in CLI and the resolution engine can both fill them in.
-"""
+"""Plain resolved values passed from resolution to the scenarios and workflows."""
 
 from __future__ import annotations
 
@@ -23,13 +19,8 @@ class TaskShape:
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """One unit of work run inside the container.
-
-    ``body`` is the shell code of the step; user values never appear in it:
-    they travel in ``args`` and the body refers to them as ``"$1"``...
-    ``command`` is the shell text of what the step runs, for the line the step
-    prints first (default: the body with its arguments in place).
-    """
+    """One unit of work run inside the container: ``body`` refers to the user values in
+    ``args`` as ``"$1"``...; ``command`` is the text the step prints first."""
 
     label: str
     body: tuple[Statement, ...]
@@ -49,10 +40,7 @@ class Container:
 
 @dataclass(frozen=True, slots=True)
 class SlurmAllocation:
-    """What goes into the ``#SBATCH`` lines (``tasks`` without its ``mpi``).
-
-    The log files are ``<log_dir>/<log_name>_%j.out|.err``; ``log_name`` defaults
-    to ``job_name``."""
+    """What goes into the ``#SBATCH`` lines; logs are ``<log_dir>/<log_name or job_name>_%j``."""
 
     job_name: str
     partition: str

@@ -1,23 +1,12 @@
 """The one place where script text is produced: tree in, text out.
 
-Quoting rules, applied by construction:
-
-* a word made only of literal parts is left bare when every character is
-  safe, otherwise single-quoted (``'`` becomes ``'\\''``);
-* a word with run-time parts is double-quoted, literal parts escaped for that
-  context (``\\``, ``"``, ``$`` and backtick);
-* ``#SBATCH`` values are written in the form sbatch's own directive parser
-  reads: bare when safe, otherwise in double quotes with ``\\`` and ``"``
-  escaped by a backslash.
-* a character that sbatch, bash, shellcheck or a line-based reader would treat
-  specially is never written raw: C0 and C1 control characters other than tab
-  and newline (carriage return, escape...), DEL, the unicode line and
-  paragraph separators, and the unicode quotes shellcheck warns about in that
-  quoting context. A word holding one is written with ANSI-C quoting
-  (``$'...'``), such characters as ``\\xHH`` escapes of their UTF-8 bytes (never
-  ``\\u``, which depends on the locale at run time), so the program still
-  receives the value byte for byte. A lone surrogate from a command line read
-  with ``surrogateescape`` (U+DC80..U+DCFF) is written as the byte it stands for.
+Quoting by construction: a literal word is bare when every character is safe, else
+single-quoted; a word with run-time parts is double-quoted, its literals escaped;
+``#SBATCH`` values bare or double-quoted as sbatch's parser reads them. A character
+sbatch, bash, shellcheck or a line-based reader would treat specially (control
+characters, DEL, U+2028/9, the unicode quotes shellcheck warns about) is written in
+``$'...'`` as ``\\xHH`` escapes of its UTF-8 bytes (never locale-dependent ``\\u``); a
+surrogateescape byte (U+DC80..U+DCFF) as that byte.
 """
 
 from __future__ import annotations
@@ -53,12 +42,10 @@ from scriptbuilder.script.tree import (
     Word,
 )
 
-#: A word left bare.
 _SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
-#: An ``#SBATCH`` value left bare.
 _SAFE_DIRECTIVE = re.compile(r"[A-Za-z0-9_@%+=:,./()\[\]*-]+")
 #: Words the shell reads as syntax in command position.
-_RESERVED = frozenset(
+RESERVED = frozenset(
     ["if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until",
      "do", "done", "in", "function", "time", "{", "}", "!", "[[", "]]"]
 )  # fmt: skip
@@ -89,8 +76,7 @@ def _escape_char(char: str) -> str:
 
 
 def _ansi_c(text: str, special: re.Pattern[str]) -> str:
-    """``text`` as one ANSI-C quoted word: ``$'...'``, with ``\\`` and ``'``
-    escaped and the characters ``special`` matches as escapes."""
+    """``text`` as one ``$'...'`` word, the characters ``special`` matches as escapes."""
     out = []
     for char in text:
         if char in "\\'":
@@ -117,16 +103,14 @@ def quote_literal(text: str) -> str:
 
 
 def one_line_command(text: str) -> str:
-    """Shell text ``text`` as one line that runs the same when pasted into bash:
-    as written when it is one plain line, else ``eval $'...'``."""
+    """``text`` as one line that runs the same pasted into bash (else ``eval $'...'``)."""
     if _LINE_SPECIAL.search(text) is None:
         return text
     return "eval " + _ansi_c(text, _LINE_SPECIAL)
 
 
 def _dq_escape(text: str) -> str:
-    """Escape ``\\``, ``"``, ``$`` and backtick for a double-quoted context; a
-    special character closes the double quotes for an ANSI-C quoted part."""
+    """``text`` escaped for double quotes; a special character gets an ANSI-C part."""
     special = _DQ_SPECIAL.search(text)
     if special is not None:
         at = special.start()
@@ -196,10 +180,9 @@ def render_word(word: Word) -> str:
 
 
 def render_command(command: Command) -> str:
-    """The words of ``command``; a first word the shell would read as an
-    assignment, reserved word or job spec is quoted."""
+    """The words of ``command``, quoting a first word bash would read as syntax."""
     first = _literal_text(command.argv[0].parts)
-    if first is not None and ("=" in first or first in _RESERVED or first.startswith("%")):
+    if first is not None and ("=" in first or first in RESERVED or first.startswith("%")):
         name = _single_quoted(first)
     else:
         name = render_word(command.argv[0])
@@ -210,10 +193,7 @@ def render_option(option: SrunOption) -> str:
     """``name=value`` as one word (``name`` alone for a flag)."""
     if option.value is None:
         return quote_literal(option.name)
-    text = _literal_text(option.value.parts)
-    if text is not None:
-        return quote_literal(option.name + "=" + text)
-    return '"' + _dq_escape(option.name + "=") + _expanding_text(option.value.parts) + '"'
+    return render_word(Word((Lit(option.name + "="), *option.value.parts)))
 
 
 def render_directive(directive: Directive) -> str:
@@ -323,8 +303,7 @@ def _inline_lines(node: Statement) -> list[str]:
 
 
 def render_inline(body: tuple[Statement, ...]) -> str:
-    """Render statements as the text of a ``bash -c`` argument: one line,
-    statements joined by ``;``, unless one of them spans several lines."""
+    """Statements as the text of a ``bash -c`` argument: one line unless a comment needs more."""
     lines = [line for node in body for line in _inline_lines(node)]
     if any(isinstance(node, Comment) for node in body):
         return "\n".join(lines)
@@ -333,7 +312,7 @@ def render_inline(body: tuple[Statement, ...]) -> str:
 
 def render(script: SbatchScript | ShellScript) -> str:
     """Render a whole script to text ending in a newline."""
-    lines = [f"#!{script.shebang.interpreter}"]
+    lines = ["#!/bin/bash"]
     if isinstance(script, SbatchScript):
         lines += [render_directive(d) for d in script.directives]
         lines += [line for comment in script.header for line in _statement_lines(comment)]

@@ -1,15 +1,8 @@
-"""The syntax tree of a generated shell script.
+"""The syntax tree of a generated shell script, rendered by :mod:`scriptbuilder.script.render`.
 
-Every generated file (Slurm batch script, docker command) is built as a tree of
-these nodes and turned into text by :mod:`scriptbuilder.script.render` alone. Values
-are kept as data until rendering, which quotes each one by construction:
-
-* :class:`Lit` is a literal string, always reaching the shell unchanged.
-* :class:`Var` and :class:`Subst` are the only parts that expand at run time.
-* :class:`Word` joins parts into one shell word.
-
-Nodes are immutable values: frozen dataclasses, equal and hashable by their fields.
-The renderer tells word parts apart by their exact class, so parts are not subclassed.
+:class:`Lit` reaches the shell unchanged; :class:`Var`, :class:`Subst` and
+:class:`Difference` are the only parts that expand at run time. Nodes are frozen
+dataclasses; the renderer tells word parts apart by exact class, so none is subclassed.
 """
 
 from __future__ import annotations
@@ -28,7 +21,6 @@ REDIRECT_OPS = ("<", ">", ">>", "2>", "2>>")
 def _check(
     value: str, what: str = "a shell variable name", pattern: re.Pattern[str] = _SHELL_NAME
 ) -> None:
-    """Refuse ``value`` unless all of it matches ``pattern``."""
     if pattern.fullmatch(value) is None:
         raise ValueError(f"not {what}: {value!r}")
 
@@ -61,11 +53,7 @@ class Subst:
 
 @dataclass(frozen=True, slots=True)
 class ScriptText:
-    """A literal whose text is the rendering of ``body`` (the ``-c`` of ``bash -c``).
-
-    User values never enter the body: they are passed as separate arguments
-    and the body refers to them as ``"$1"``, ``"$2"``...
-    """
+    """A literal rendering of ``body`` (``bash -c``'s script; user values go in ``"$1"``...)."""
 
     body: tuple[Statement, ...]
 
@@ -89,12 +77,10 @@ class Word:
 
     @staticmethod
     def of(*items: str | Part) -> Word:
-        """Build a word; plain strings become :class:`Lit` parts."""
         return Word(tuple([Lit(i) if isinstance(i, str) else i for i in items]))
 
     @staticmethod
     def literal(text: str) -> Word:
-        """The word of one literal string."""
         return Word((Lit(text),))
 
 
@@ -102,9 +88,8 @@ WordLike = str | Part | Word
 
 
 def to_word(value: WordLike) -> Word:
-    """Coerce a string or part into a :class:`Word`."""
     if isinstance(value, str):
-        return Word((Lit(value),))
+        return Word.literal(value)
     return value if isinstance(value, Word) else Word((value,))
 
 
@@ -121,14 +106,6 @@ class Command:
     @staticmethod
     def of(*args: WordLike) -> Command:
         return Command(tuple(map(to_word, args)))
-
-
-# ---------------------------------------------------------------- statements
-
-
-@dataclass(frozen=True, slots=True)
-class Shebang:
-    interpreter: str = "/bin/bash"
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,8 +161,7 @@ class Redirect:
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """Run one simple command, with its redirections; in the background (``&``)
-    when ``background`` is set."""
+    """One simple command with its redirections, in the background when asked."""
 
     command: Command
     redirects: tuple[Redirect, ...] = ()
@@ -205,8 +181,7 @@ class Function:
 
 @dataclass(frozen=True, slots=True)
 class Trap:
-    """``trap <body> <signals>``: run ``body`` when one of ``signals`` arrives
-    (an empty body ignores them)."""
+    """``trap <body> <signals>`` (an empty body ignores them)."""
 
     body: tuple[Statement, ...]
     signals: tuple[str, ...]
@@ -220,11 +195,8 @@ class Trap:
 
 @dataclass(frozen=True, slots=True)
 class ClearEnv:
-    """Unset every exported variable whose name starts with one of ``prefixes``.
-
-    Names in ``keep`` survive. Used to strip MPI/PMI/Slurm variables so a
-    single-process workload does not believe it is part of an MPI job.
-    """
+    """Unset exported variables starting with a prefix, but ``keep`` (MPI/PMI/Slurm
+    variables would make a single-process workload think it is in an MPI job)."""
 
     prefixes: tuple[str, ...]
     keep: tuple[str, ...] = ()
@@ -255,10 +227,7 @@ class Subshell:
 
 @dataclass(frozen=True, slots=True)
 class SrunOption:
-    """``--name=value`` on an srun or docker line (``value`` None gives a bare flag).
-
-    ``name`` carries its dashes (``-l``, ``--mpi``).
-    """
+    """``--name=value`` on an srun or docker line; ``name`` has its dashes, None is a flag."""
 
     name: str
     value: Word | None = None
@@ -266,8 +235,7 @@ class SrunOption:
 
 @dataclass(frozen=True, slots=True)
 class Srun:
-    """One job step: ``srun <options> <payload>``, in the background (``&``) when
-    ``background`` is set."""
+    """One job step: ``srun <options> <payload>``, in the background when asked."""
 
     options: tuple[SrunOption, ...]
     payload: Command
@@ -289,29 +257,17 @@ class Exit:
 
 
 Statement = (
-    Comment
-    | Blank
-    | Export
-    | Assign
-    | Run
-    | Function
-    | Trap
-    | ClearEnv
-    | If
-    | Subshell
-    | Srun
-    | DockerRun
-    | Exit
-)
+    Comment | Blank | Export | Assign | Run | Function | Trap | ClearEnv | If | Subshell | Srun
+    | DockerRun | Exit
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
 class SbatchScript:
-    """A whole batch script: shebang, ``#SBATCH`` directives, then the body."""
+    """A whole bash batch script: ``#SBATCH`` directives, then the body."""
 
     directives: tuple[Directive, ...]
     body: tuple[Statement, ...]
-    shebang: Shebang = Shebang()
     header: tuple[Comment, ...] = ()
 
 
@@ -320,4 +276,3 @@ class ShellScript:
     """A plain script with no directives (for example ``docker_cmd.sh``)."""
 
     body: tuple[Statement, ...]
-    shebang: Shebang = Shebang()
