@@ -33,37 +33,36 @@ def _env_info(path: str | None) -> FileEnvInfo | None:
 def _outcome(
     make: Callable[[], BuiltJob], *, dry_run: bool, trace: bool = False, line: int | None = None
 ) -> BuildOutcome:
-    """Build the job ``make`` returns and, unless ``dry_run``, write it; the result,
-    or why it failed with the exit status a single build would end with."""
+    """Build the job ``make`` returns and, unless ``dry_run``, write it; print the result
+    (or why it failed, with the exit status a single build would end with) as one line
+    of JSON and return it."""
     try:
         job = make()
         paths = [Path(out.path) for out in job.files] if dry_run else job.write()
     except BuildError as exc:
-        return BuildOutcome(line=line, ok=False, exit_code=exc.exit_code, error=str(exc))
+        result = BuildOutcome(line=line, ok=False, exit_code=exc.exit_code, error=str(exc))
     except OSError as exc:
-        return BuildOutcome(line=line, ok=False, exit_code=1, error=os_error_message(exc))
-    entries = None
-    if trace:
-        masked = mask_data([list(entry) for entry in job.trace.choices], job.secrets)
-        entries = [TraceEntry(field=f, value=v, rule=r) for f, v, r in masked]
-    return BuildOutcome(
-        line=line,
-        ok=True,
-        exit_code=0,
-        work_dir=job.request.work_dir,
-        written=not dry_run,
-        files=[str(path) for path in paths],
-        job_spec=job.job_spec_data,
-        warnings=list(job.warnings),
-        trace=entries,
-    )
-
-
-def _print_result(result: BuildOutcome) -> None:
-    """One line of JSON; top-level fields that do not apply are left out (a null
-    inside a field, as in job_spec.json, stays)."""
+        result = BuildOutcome(line=line, ok=False, exit_code=1, error=os_error_message(exc))
+    else:
+        entries = None
+        if trace:
+            masked = mask_data([list(entry) for entry in job.trace.choices], job.secrets)
+            entries = [TraceEntry(field=f, value=v, rule=r) for f, v, r in masked]
+        result = BuildOutcome(
+            line=line,
+            ok=True,
+            exit_code=0,
+            work_dir=job.request.work_dir,
+            written=not dry_run,
+            files=[str(path) for path in paths],
+            job_spec=job.job_spec_data,
+            warnings=list(job.warnings),
+            trace=entries,
+        )
+    # Top-level fields that do not apply are left out; a null inside one (job_spec.json) stays.
     data = {k: v for k, v in result.model_dump(mode="json").items() if v is not None}
     write_out(json.dumps(data) + "\n")
+    return result
 
 
 def run_build(request: str, *, dry_run: bool, explain: bool, env_info: str | None) -> None:
@@ -97,7 +96,6 @@ def run_build_json(request: str, *, dry_run: bool, explain: bool, env_info: str 
         dry_run=dry_run,
         trace=explain,
     )
-    _print_result(result)
     if result.error is not None:
         fail(PROG, result.error, result.exit_code)
 
@@ -145,7 +143,6 @@ def run_many(source: str, *, dry_run: bool, env_info: str | None) -> int:
     status = 0
     for number, line in _sweep_lines(source):
         result = _outcome(partial(_sweep_job, line, info), dry_run=dry_run, line=number)
-        _print_result(result)
         status = max(status, result.exit_code)
     return status
 
