@@ -1,117 +1,72 @@
-"""``scriptbuilder``: build a job from a request file or a sweep of requests, or
-print the JSON Schemas. The command line is declared with click.
-
-``build --many FILE`` reads JSON lines, one request object per line (blank
-lines are skipped; paths are taken as written, so give absolute ones), builds
-them in order in this process and prints one JSON result line per request:
-``{"line": n, "ok": true, "exit_code": 0, "work_dir": ..., "written": true,
-"files": [...], "job_spec": {...}, "warnings": [...]}`` or ``{"line": n, "ok":
-false, "exit_code": 2, "error": "<one line>"}``. A refused request writes
-nothing; the sweep goes on with the next line. The exit status is 0 when every
-request was built, else the largest status a single build of a failed one
-would have had (2 refused or a work_dir that cannot be used, 1 another OS error
-while writing, such as a full disk).
-
-``build --json REQUEST`` prints the same object (without ``line``; with
-``--explain`` also ``trace``) instead of the report, and exits as without
-``--json``; a failed build prints its object and still ends with the one-line
-error on standard error. Both shapes are the one model
-:class:`~scriptbuilder.models.build_result.BuildOutcome`
-(``scriptbuilder schema build-result``).
+"""``scriptbuilder``: build a job from a request file or a sweep of requests (``--many``,
+one JSON result line per request), or print the JSON Schemas. A result line and the
+object of ``build --json`` are both :class:`~scriptbuilder.models.build_result.BuildOutcome`.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import click
 
-from scriptbuilder import __version__
-from scriptbuilder.cli.group import Group, os_error_message, write_out
+from scriptbuilder.api import BuiltJob, build
+from scriptbuilder.cli.group import Group, fail, os_error_message, write_out
 from scriptbuilder.errors import BuildError
+from scriptbuilder.inputs.env_info import FileEnvInfo
 from scriptbuilder.inputs.request_file import MAX_REQUEST_BYTES, parse_json, read_request
-
-if TYPE_CHECKING:
-    from scriptbuilder.api import BuiltJob
-    from scriptbuilder.models.build_result import BuildOutcome
-    from scriptbuilder.resolution.context import EnvInfo
+from scriptbuilder.models import json_schema
+from scriptbuilder.models.build_result import BuildOutcome, TraceEntry
+from scriptbuilder.resolution.secrets import mask_data
+from scriptbuilder.version import __version__
 
 PROG = "scriptbuilder"
 
 
-def _env_info(path: str | None) -> EnvInfo | None:
-    if not path:
-        return None
-    from scriptbuilder.inputs.env_info import FileEnvInfo
-
-    return FileEnvInfo.load(path)
+def _env_info(path: str | None) -> FileEnvInfo | None:
+    return FileEnvInfo.load(path) if path else None
 
 
-# ----------------------------------------------------------------- results
-
-
-def _built_result(
-    job: BuiltJob, paths: list[Path], *, written: bool, trace: bool, line: int | None = None
+def _outcome(
+    make: Callable[[], BuiltJob], *, dry_run: bool, trace: bool = False, line: int | None = None
 ) -> BuildOutcome:
-    """A built job's result (see the module text)."""
-    from scriptbuilder.models.build_result import BuildOutcome, TraceEntry
-    from scriptbuilder.resolution.secrets import mask_data
-
-    entries = None
-    if trace:
-        masked = mask_data([list(entry) for entry in job.trace.choices], job.secrets)
-        entries = [TraceEntry(field=f, value=v, rule=r) for f, v, r in masked]
-    return BuildOutcome(
-        line=line,
-        ok=True,
-        exit_code=0,
-        work_dir=job.request.work_dir,
-        written=written,
-        files=[str(path) for path in paths],
-        job_spec=job.job_spec_data,
-        warnings=list(job.warnings),
-        trace=entries,
-    )
-
-
-def _failed_result(code: int, message: str, line: int | None = None) -> BuildOutcome:
-    from scriptbuilder.models.build_result import BuildOutcome
-
-    return BuildOutcome(line=line, ok=False, exit_code=code, error=message)
-
-
-def _print_result(result: BuildOutcome) -> None:
-    """The result as one line of JSON on standard output, its fields that do not
-    apply left out (a null inside a field, as in job_spec.json, stays)."""
-    data = {k: v for k, v in result.model_dump(mode="json").items() if v is not None}
-    write_out(json.dumps(data) + "\n")
-
-
-def run_build_json(request: str, *, dry_run: bool, explain: bool, env_info: str | None) -> None:
-    """``scriptbuilder build --json``: as :func:`run_build`, but the result is one JSON
-    object on standard output; a failure prints its object, then stops as usual."""
-    from scriptbuilder.api import build
-
+    """Build the job ``make`` returns and, unless ``dry_run``, write it; print the result
+    (or why it failed, with the exit status a single build would end with) as one line
+    of JSON and return it."""
     try:
-        job = build(read_request(request), env_info=_env_info(env_info))
+        job = make()
         paths = [Path(out.path) for out in job.files] if dry_run else job.write()
     except BuildError as exc:
-        _print_result(_failed_result(exc.exit_code, str(exc)))
-        raise
+        result = BuildOutcome(line=line, ok=False, exit_code=exc.exit_code, error=str(exc))
     except OSError as exc:
-        _print_result(_failed_result(1, os_error_message(exc)))
-        raise
-    _print_result(_built_result(job, paths, written=not dry_run, trace=explain))
+        result = BuildOutcome(line=line, ok=False, exit_code=1, error=os_error_message(exc))
+    else:
+        entries = None
+        if trace:
+            masked = mask_data([list(entry) for entry in job.trace.choices], job.secrets)
+            entries = [TraceEntry(field=f, value=v, rule=r) for f, v, r in masked]
+        result = BuildOutcome(
+            line=line,
+            ok=True,
+            exit_code=0,
+            work_dir=job.request.work_dir,
+            written=not dry_run,
+            files=[str(path) for path in paths],
+            job_spec=job.job_spec_data,
+            warnings=list(job.warnings),
+            trace=entries,
+        )
+    # Top-level fields that do not apply are left out; a null inside one (job_spec.json) stays.
+    data = {k: v for k, v in result.model_dump(mode="json").items() if v is not None}
+    write_out(json.dumps(data) + "\n")
+    return result
 
 
 def run_build(request: str, *, dry_run: bool, explain: bool, env_info: str | None) -> None:
     """``scriptbuilder build``: resolve, then print (``dry_run``) or write the job."""
-    from scriptbuilder.api import build
-
     info = _env_info(env_info)
     job = build(read_request(request), env_info=info)
     out: list[str] = []
@@ -133,7 +88,16 @@ def run_build(request: str, *, dry_run: bool, explain: bool, env_info: str | Non
     write_out(job.report)
 
 
-# ------------------------------------------------------------------ sweep
+def run_build_json(request: str, *, dry_run: bool, explain: bool, env_info: str | None) -> None:
+    """``scriptbuilder build --json``: the result as one JSON object; a failure then
+    ends as without ``--json``."""
+    result = _outcome(
+        lambda: build(read_request(request), env_info=_env_info(env_info)),
+        dry_run=dry_run,
+        trace=explain,
+    )
+    if result.error is not None:
+        fail(PROG, result.error, result.exit_code)
 
 
 def _sweep_lines(source: str) -> Iterator[tuple[int, bytes]]:
@@ -148,8 +112,8 @@ def _sweep_lines(source: str) -> Iterator[tuple[int, bytes]]:
                 yield number, line
 
 
-def _sweep_request(line: bytes) -> dict[str, Any]:
-    """One line of a sweep as a request mapping; BuildError when it is none."""
+def _sweep_job(line: bytes, info: FileEnvInfo | None) -> BuiltJob:
+    """The job of one line of a sweep; BuildError when the line holds no request."""
     if len(line) > MAX_REQUEST_BYTES:
         raise BuildError(
             f"line is larger than {MAX_REQUEST_BYTES // 1024} KiB; a request holds field "
@@ -168,38 +132,19 @@ def _sweep_request(line: bytes) -> dict[str, Any]:
         ) from None
     if not isinstance(data, dict):
         raise BuildError("line is not a JSON object; write one object of field names to values")
-    return data
+    return build(data, env_info=info)
 
 
 def run_many(source: str, *, dry_run: bool, env_info: str | None) -> int:
-    """``scriptbuilder build --many``: build (and unless ``dry_run`` write) every
-    request of a JSON-lines file, one JSON result line each on stdout, in order.
-
-    A refused request writes nothing and the sweep goes on with the next line.
-    Returns the exit status: 0 when every request was built, else the largest
-    exit status a single build of a failed request would have had (see the
-    module text)."""
-    from scriptbuilder.api import build
-
+    """``scriptbuilder build --many``: one JSON result line per request, in order; a
+    refused request writes nothing. The exit status is the largest a single build
+    of a failed request would have had (0 when every one was built)."""
     info = _env_info(env_info)
     status = 0
     for number, line in _sweep_lines(source):
-        try:
-            job = build(_sweep_request(line), env_info=info)
-            paths = [Path(out.path) for out in job.files] if dry_run else job.write()
-        except BuildError as exc:
-            code, message = exc.exit_code, str(exc)
-        except OSError as exc:
-            code, message = 1, os_error_message(exc)
-        else:
-            _print_result(_built_result(job, paths, written=not dry_run, trace=False, line=number))
-            continue
-        status = max(status, code)
-        _print_result(_failed_result(code, message, number))
+        result = _outcome(partial(_sweep_job, line, info), dry_run=dry_run, line=number)
+        status = max(status, result.exit_code)
     return status
-
-
-# ------------------------------------------------------------------ click
 
 
 @click.group(
@@ -264,8 +209,6 @@ def build_command(
 def schema_command(which: str) -> None:
     """Print the JSON Schema of a request, slurm_env.json, job_spec.json or a build
     result (build --json, a --many line)."""
-    from scriptbuilder.models import json_schema
-
     write_out(json_schema(which))
 
 

@@ -1,24 +1,10 @@
-"""Drop-in replacement for ``build_slurm_script.py``.
+"""Drop-in replacement for ``build_slurm_script.py``: the same subcommands, flags and
+defaults, but every value reaches the script quoted by construction, failing steps
+still print the closing line, and ``--bench-cmd`` is split only at a top-level ``&&``.
 
-Same subcommands, flags and defaults; the difference is that every value
-reaches the script quoted by construction, failing steps still print the
-closing line, and ``--bench-cmd`` is split only at a top-level ``&&``.
-
-The command line is declared with click: the flags the four subcommands share
-once, as decorators (:func:`common_options`), each subcommand's own flag beside
-it. Values that would only fail after the queue wait are refused while the
-command line is read (exit 2, one line): more nodes or tasks per node than a
-Slurm job is given (:data:`~scriptbuilder.inputs.command_check.MAX_NODES`,
-:data:`~scriptbuilder.inputs.command_check.MAX_TASKS_PER_NODE`), an ``--mpi``
-value that is no Slurm MPI plugin, a ``--time-limit`` in none of Slurm's
-formats, an empty ``--model-name``, ``--partition``, ``--account``,
-``--docker-image`` or ``--container-mounts``, a ``/`` or whitespace in
-``--model-name``, a ``/`` in ``--container-name``, a ``--gres`` not in Slurm's
-GRES form, and commands bash cannot run (the checks of
-:mod:`scriptbuilder.inputs.command_check`, as for a request). Each rule is one
-click callback on the flags it applies to. The script
-goes to ``--output`` or standard output as bytes; the log folder is created
-only once the script is out.
+Values that would only fail after the queue wait are refused while the command line
+is read (exit 2, one line), each rule a click callback on the flags it applies to.
+The log folder is created only once the script is out.
 """
 
 from __future__ import annotations
@@ -28,12 +14,11 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from datetime import datetime, timezone
+from typing import Any
 
 import click
 
-from scriptbuilder import __version__
 from scriptbuilder.cli.group import Group, write_out
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.command_check import (
@@ -45,54 +30,35 @@ from scriptbuilder.inputs.command_check import (
     check_custom_env,
 )
 from scriptbuilder.inputs.image_ref import enroot_form
+from scriptbuilder.inputs.shellwords import ShellSyntaxError, split_top_level
 from scriptbuilder.inputs.slurm_time import check_time_limit
 from scriptbuilder.job.builder import JobBuilder
 from scriptbuilder.models.request import DEFAULT_SECRET_PATTERNS
+from scriptbuilder.outputs.atomic import stage, write_error
 from scriptbuilder.resolution.mpi import step_mpi
 from scriptbuilder.resolution.secrets import secret_assignments
 from scriptbuilder.scenarios.slurm import LocalSlurm, check_log_name_part
 from scriptbuilder.script.plan import Container, SlurmAllocation, TaskShape
-
-if TYPE_CHECKING:
-    from scriptbuilder.workflows.base import Workflow
+from scriptbuilder.version import __version__
+from scriptbuilder.workflows.base import Workflow
+from scriptbuilder.workflows.bench import BenchWorkflow
+from scriptbuilder.workflows.custom import CustomWorkflow
+from scriptbuilder.workflows.eval import EvalWorkflow
+from scriptbuilder.workflows.pytest_workflow import PytestWorkflow
 
 Clock = Callable[[], datetime]
 Opts = dict[str, Any]
+Decorator = Callable[[Callable[..., None]], Callable[..., None]]
 
 PROG = "build_slurm_script"
 DEFAULT_MODELS_ROOT = "/scratch.trt_llm_data/llm-models/"
-#: Slurm's MPI plugin names (``srun --mpi=list``): none, pmi2, pmix and its
-#: versioned twins pmix_v<N>, cray_shasta.
+#: Slurm's MPI plugin names (``srun --mpi=list``).
 MPI_PLUGIN = re.compile(r"none|pmi2|pmix(?:_v[0-9]+)?|cray_shasta")
-
-
-def default_clock() -> datetime:
-    """Local time, or ``SOURCE_DATE_EPOCH`` (UTC) when set, for reproducible output."""
-    from datetime import timezone
-
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch:
-        return datetime.fromtimestamp(int(epoch), tz=timezone.utc)
-    return datetime.now()
-
-
-# ------------------------------------------------------------------ flags
-
-
-#: Slurm's GRES form for GPUs: ``gpu:N`` or ``gpu:TYPE:N``, optionally ``gres/``
-#: first (a TYPE is not all digits, or ``gpu:4:2`` would read as a type ``4``).
+#: ``gpu:N`` or ``gpu:TYPE:N``, optionally ``gres/`` first (a TYPE is not all digits,
+#: or ``gpu:4:2`` would read as a type ``4``).
 GRES = re.compile(r"(?:gres/)?gpu(?::(?![0-9]+:)[A-Za-z0-9_.-]+)?:[1-9][0-9]*")
-GRES_PREFIX = "gres/"
-
-
-def _flag(param: click.Parameter) -> str:
-    return param.opts[0]
-
-
-def _shown(value: str) -> str:
-    return repr(value if len(value) <= 40 else value[:37] + "...")
-
-
+#: The flags whose values are shell command lines (or assignments), which may span lines.
+_MULTI_LINE = frozenset({"test_cmd", "custom_cmd", "custom_env", "bench_cmd", "eval_cmd"})
 #: What to pass instead of an empty value, per flag.
 _NEEDED = {
     "--model-name": "the model's name (for example Llama-3.1-8B)",
@@ -103,10 +69,21 @@ _NEEDED = {
 }
 
 
+def default_clock() -> datetime:
+    """Local time, or ``SOURCE_DATE_EPOCH`` (UTC) when set, for reproducible output."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch:
+        return datetime.fromtimestamp(int(epoch), tz=timezone.utc)
+    return datetime.now()
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= 40 else value[:37] + "...")
+
+
 def _non_empty(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    """A flag whose value Slurm or pyxis needs: empty or blank is refused."""
     if not value.strip():
-        flag = _flag(param)
+        flag = param.opts[0]
         raise BuildError(f"{flag} is empty; pass {_NEEDED[flag]}")
     return value
 
@@ -137,18 +114,13 @@ def _container_name(ctx: click.Context, param: click.Parameter, value: str | Non
 
 
 def _gres(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    """A GRES in Slurm's form, written without its ``gres/`` prefix: sbatch 22.05
-    refuses ``--gres=gres/gpu:N`` ("Invalid generic resource specification")."""
+    """Written without its ``gres/`` prefix: sbatch 22.05 refuses ``--gres=gres/gpu:N``."""
     if value and GRES.fullmatch(value) is None:
         raise BuildError(
             f"--gres {_shown(value)} is not in Slurm's GRES form; pass gpu:N or gpu:TYPE:N "
             "(for example gpu:4 or gpu:h100:4, optionally with gres/ first), or leave it out"
         )
-    return value.removeprefix(GRES_PREFIX)
-
-
-def _time_limit(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    return check_time_limit("--time-limit", value)
+    return value.removeprefix("gres/")
 
 
 def _mpi(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -160,10 +132,10 @@ def _mpi(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return value
 
 
-def _command(
-    check: Callable[[str, str], None],
+def _checked(
+    check: Callable[[str, str], object],
 ) -> Callable[[click.Context, click.Parameter, str], str]:
-    """A click callback running ``check(flag, value)`` on a command flag's value."""
+    """A click callback running ``check(flag, value)`` on the flag's value."""
 
     def callback(ctx: click.Context, param: click.Parameter, value: str) -> str:
         check(param.opts[0], value)
@@ -172,11 +144,12 @@ def _command(
     return callback
 
 
-def command_option(
-    flag: str, check: Callable[[str, str], None], help: str
-) -> Callable[[Callable[..., None]], Callable[..., None]]:
+_time_limit = _checked(check_time_limit)
+
+
+def command_option(flag: str, check: Callable[[str, str], None], help: str) -> Decorator:
     """The required flag holding a subcommand's command line, checked by ``check``."""
-    return click.option(flag, required=True, callback=_command(check), help=help)
+    return click.option(flag, required=True, callback=_checked(check), help=help)
 
 
 COMMON_OPTIONS = (
@@ -232,28 +205,38 @@ def common_options(command: Callable[..., None]) -> Callable[..., None]:
     return command
 
 
-# ------------------------------------------------------------- subcommands
-
-
-#: The flags whose values are shell command lines (or assignments), which may span lines.
-_MULTI_LINE = frozenset({"test_cmd", "custom_cmd", "custom_env", "bench_cmd", "eval_cmd"})
-
-
-def _one_line(flag: str, value: str | None) -> None:
-    if value is not None and ("\n" in value or "\r" in value):
-        raise BuildError(f"{flag} must be a single line; remove the newline")
+def _check_counts(opts: Opts) -> None:
+    check_counts(opts["nodes"], opts["ntasks"], nodes_field="--nodes", ntasks_field="--ntasks")
 
 
 def _emit(subcommand: str, workflow: Workflow, opts: Opts, *, private: bool = False) -> None:
     """Resolve the shared flags, build the tree, render it and write it out."""
+    if not opts["log_dir"]:
+        if subcommand not in ("bench", "eval"):
+            raise BuildError(f"--log-dir is required for {subcommand}; pass --log-dir <directory>")
+        clock: Clock = click.get_current_context().obj or default_clock
+        stamp = clock().strftime("%Y%m%d_%H%M%S")
+        opts["log_dir"] = (
+            f"{opts['project_path'].rstrip('/')}/work_dirs/{opts['model_name']}_{stamp}"
+        )
+    nodes, ntasks, per_node = opts["nodes"], opts["ntasks"], opts["ntasks_per_node"]
     requested = None if opts["mpi"] == "none" else opts["mpi"]
-    mpi = step_mpi(subcommand, ntasks=opts["ntasks"], nodes=opts["nodes"], requested=requested)
-    shape = _shape(opts, mpi)
-    model = opts["model_name"]
-    for flag, value in opts.items():
+    mpi = step_mpi(subcommand, ntasks=ntasks, nodes=nodes, requested=requested)
+    if per_node is None:
+        per_node = -(-ntasks // nodes)
+    elif ntasks > nodes * per_node:
+        raise BuildError(
+            f"--ntasks {ntasks} does not fit --nodes {nodes} x --ntasks-per-node {per_node}; "
+            f"raise --ntasks-per-node to {-(-ntasks // nodes)} or leave it out"
+        )
+    shape = TaskShape(nodes, ntasks, per_node, mpi)
+    for name, value in opts.items():
         # Every value but a command ends up on a #SBATCH line, in an srun option or a path.
-        if flag not in _MULTI_LINE and isinstance(value, str):
-            _one_line("--" + flag.replace("_", "-"), value)
+        if name not in _MULTI_LINE and isinstance(value, str) and ("\n" in value or "\r" in value):
+            raise BuildError(
+                f"--{name.replace('_', '-')} must be a single line; remove the newline"
+            )
+    model = opts["model_name"]
     check_log_name_part("--model-name", model)
     check_log_name_part("--log-dir", opts["log_dir"])
     allocation = SlurmAllocation(
@@ -277,17 +260,12 @@ def _emit(subcommand: str, workflow: Workflow, opts: Opts, *, private: bool = Fa
         models_root=opts["llm_models_root"],
         header=(f"Generated by scriptbuilder {__version__} ({PROG} {subcommand}).",),
     )
-    text = JobBuilder(scenario, workflow, shape).render()
-    _write(opts, text, private=private)
+    _write(opts, JobBuilder(scenario, workflow, shape).render(), private=private)
 
 
 def _write(opts: Opts, text: str, *, private: bool) -> None:
-    """The script to ``--output`` (mode 0755, or 0700 when ``private``: it carries a
-    secret) or standard output, and the log folder. An OS error names what was
-    being written, where, and the fix; a failed run leaves the earlier
-    ``--output`` file as it was and makes no log folder."""
-    from scriptbuilder.outputs.atomic import stage, write_error
-
+    """The script to ``--output`` (0700 when it carries a secret) or standard output, then
+    the log folder; a failure leaves the earlier ``--output`` file and makes no log folder."""
     output, tmp = opts["output"], ""
     if output and os.path.isdir(output):
         exc = OSError(errno.EISDIR, os.strerror(errno.EISDIR))
@@ -321,49 +299,48 @@ def _write(opts: Opts, text: str, *, private: bool) -> None:
         write_out(f"Wrote {output}\n", err=True)
 
 
-def _require_log_dir(opts: Opts, subcommand: str) -> None:
-    if not opts["log_dir"]:
-        raise BuildError(f"--log-dir is required for {subcommand}; pass --log-dir <directory>")
+@click.group(
+    cls=Group,
+    name=PROG,
+    usage_hint=True,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(__version__, prog_name=PROG)
+def cli() -> None:
+    """Generate a Slurm batch script for a TensorRT-LLM test job."""
 
 
-def _default_log_dir(opts: Opts, clock: Clock) -> None:
-    if not opts["log_dir"]:
-        stamp = clock().strftime("%Y%m%d_%H%M%S")
-        project = opts["project_path"].rstrip("/")
-        opts["log_dir"] = f"{project}/work_dirs/{opts['model_name']}_{stamp}"
+@cli.command("pytest")
+@common_options
+@command_option("--test-cmd", check_command, "The pytest command line, run as written.")
+def pytest_command(**opts: Any) -> None:
+    """A pytest run (single node)."""
+    _check_counts(opts)
+    _emit("pytest", PytestWorkflow(opts["test_cmd"]), opts)
 
 
-def _shape(opts: Opts, mpi: str | None) -> TaskShape:
-    """The job's task layout; fills in ``--ntasks-per-node`` when not given."""
-    nodes, ntasks = opts["nodes"], opts["ntasks"]
-    if opts["ntasks_per_node"] is None:
-        opts["ntasks_per_node"] = -(-ntasks // nodes)
-    elif ntasks > nodes * opts["ntasks_per_node"]:
-        raise BuildError(
-            f"--ntasks {ntasks} does not fit --nodes {nodes} x --ntasks-per-node "
-            f"{opts['ntasks_per_node']}; raise --ntasks-per-node to {-(-ntasks // nodes)} "
-            "or leave it out"
-        )
-    return TaskShape(nodes, ntasks, opts["ntasks_per_node"], mpi)
-
-
-def _pytest(opts: Opts, clock: Clock) -> None:
-    from scriptbuilder.workflows.pytest_workflow import PytestWorkflow
-
-    _require_log_dir(opts, "pytest")
-    workflow = PytestWorkflow(opts["test_cmd"])
-    _emit("pytest", workflow, opts)
-
-
-def _custom(opts: Opts, clock: Clock) -> None:
-    from scriptbuilder.workflows.custom import CustomWorkflow
-
-    _require_log_dir(opts, "custom")
-    workdir = opts["container_workdir"] or opts["project_path"]
+@cli.command("custom")
+@common_options
+@command_option("--custom-cmd", check_custom_command, "The command line, run once per task.")
+@click.option(
+    "--run-script",
+    help="Run script executed in the step (default: the one shipped with "
+    "scriptbuilder, inlined in the batch script).",
+)
+@click.option(
+    "--custom-env",
+    default="",
+    callback=_checked(check_custom_env),
+    help="Shell assignments applied before the command.",
+)
+@click.option("--custom-workdir", help="Default: the container workdir.")
+def custom_command(**opts: Any) -> None:
+    """A custom command."""
+    _check_counts(opts)
     workflow = CustomWorkflow(
         opts["custom_cmd"],
         custom_env=opts["custom_env"],
-        custom_workdir=opts["custom_workdir"] or workdir,
+        custom_workdir=opts["custom_workdir"] or opts["container_workdir"] or opts["project_path"],
         project_path=opts["project_path"],
         run_script=opts["run_script"],
     )
@@ -371,10 +348,16 @@ def _custom(opts: Opts, clock: Clock) -> None:
     _emit("custom", workflow, opts, private=bool(secret))
 
 
-def _bench(opts: Opts, clock: Clock) -> None:
-    from scriptbuilder.inputs.shellwords import ShellSyntaxError, split_top_level
-    from scriptbuilder.workflows.bench import BenchWorkflow
-
+@cli.command("bench")
+@common_options
+@command_option(
+    "--bench-cmd",
+    check_command,
+    "trtllm-bench command; a top-level '&&' separates the prepare-dataset step.",
+)
+def bench_command(**opts: Any) -> None:
+    """A trtllm-bench run (prepare-dataset step, then the benchmark)."""
+    _check_counts(opts)
     try:
         parts = split_top_level(opts["bench_cmd"], "&&")
     except ShellSyntaxError as exc:
@@ -389,81 +372,8 @@ def _bench(opts: Opts, clock: Clock) -> None:
             f"--bench-cmd has {len(parts) - 1} top-level '&&'; at most one is allowed "
             "(<prepare-dataset command> && <benchmark command>)"
         )
-    prep, run = (parts[0], parts[1]) if len(parts) == 2 else ("", parts[0])
-    _default_log_dir(opts, clock)
-    _emit("bench", BenchWorkflow(prep, run), opts)
-
-
-def _eval(opts: Opts, clock: Clock) -> None:
-    from scriptbuilder.workflows.eval import EvalWorkflow
-
-    if opts["nodes"] > 1:
-        raise BuildError(
-            f"eval is single-node only (--nodes {opts['nodes']}); use --nodes 1, or the "
-            "perf-sanity path for multi-node accuracy runs"
-        )
-    _default_log_dir(opts, clock)
-    _emit("eval", EvalWorkflow(opts["eval_cmd"]), opts)
-
-
-# ------------------------------------------------------------------ click
-
-
-@click.group(
-    cls=Group,
-    name=PROG,
-    usage_hint=True,
-    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
-)
-@click.version_option(__version__, prog_name=PROG)
-def cli() -> None:
-    """Generate a Slurm batch script for a TensorRT-LLM test job."""
-
-
-def _run(handler: Callable[[Opts, Clock], None], opts: Opts) -> None:
-    check_counts(opts["nodes"], opts["ntasks"], nodes_field="--nodes", ntasks_field="--ntasks")
-    clock: Clock | None = click.get_current_context().obj
-    handler(opts, clock or default_clock)
-
-
-@cli.command("pytest")
-@common_options
-@command_option("--test-cmd", check_command, "The pytest command line, run as written.")
-def pytest_command(**opts: Any) -> None:
-    """A pytest run (single node)."""
-    _run(_pytest, opts)
-
-
-@cli.command("custom")
-@common_options
-@command_option("--custom-cmd", check_custom_command, "The command line, run once per task.")
-@click.option(
-    "--run-script",
-    help="Run script executed in the step (default: the one shipped with "
-    "scriptbuilder, inlined in the batch script).",
-)
-@click.option(
-    "--custom-env",
-    default="",
-    callback=_command(check_custom_env),
-    help="Shell assignments applied before the command.",
-)
-@click.option("--custom-workdir", help="Default: the container workdir.")
-def custom_command(**opts: Any) -> None:
-    """A custom command."""
-    _run(_custom, opts)
-
-
-@cli.command("bench")
-@common_options
-@command_option(
-    "--bench-cmd",
-    check_command,
-    "trtllm-bench command; a top-level '&&' separates the prepare-dataset step.",
-)
-def bench_command(**opts: Any) -> None:
-    """A trtllm-bench run (prepare-dataset step, then the benchmark)."""
-    _run(_bench, opts)
+    prepare, run = ["", *parts][-2:]  # no prepare step without a '&&'
+    _emit("bench", BenchWorkflow(prepare, run), opts)
 
 
 @cli.command("eval")
@@ -471,7 +381,13 @@ def bench_command(**opts: Any) -> None:
 @command_option("--eval-cmd", check_command, "trtllm-eval command line, run as written.")
 def eval_command(**opts: Any) -> None:
     """A trtllm-eval run (single node)."""
-    _run(_eval, opts)
+    _check_counts(opts)
+    if opts["nodes"] > 1:
+        raise BuildError(
+            f"eval is single-node only (--nodes {opts['nodes']}); use --nodes 1, or the "
+            "perf-sanity path for multi-node accuracy runs"
+        )
+    _emit("eval", EvalWorkflow(opts["eval_cmd"]), opts)
 
 
 def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> None:

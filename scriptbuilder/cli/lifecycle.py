@@ -5,8 +5,7 @@ line (``--json``: the verdict JSON) and ``watch`` the verdict JSON on standard
 output, both exiting with the verdict's code (see
 :data:`scriptbuilder.lifecycle.verdict.EXIT_CODES`; 10 while not finished, 2
 for bad input). ``watch`` shows its progress on standard error: one live line
-on a terminal, else one line per change of state. The lifecycle package is
-imported inside the commands, so ``scriptbuilder build`` does not load it.
+on a terminal, else one line per change of state.
 """
 
 from __future__ import annotations
@@ -17,15 +16,17 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from scriptbuilder.cli.group import fail, write_out
-
-if TYPE_CHECKING:
-    from scriptbuilder.lifecycle.run import Status
-    from scriptbuilder.lifecycle.transport import Transport
+from scriptbuilder.lifecycle import allocation
+from scriptbuilder.lifecycle.durations import parse_duration
+from scriptbuilder.lifecycle.record import LifecycleError, load_build
+from scriptbuilder.lifecycle.run import Status, open_run, submit
+from scriptbuilder.lifecycle.ssh import SshTransport
+from scriptbuilder.lifecycle.transport import LocalTransport, Transport, TransportError
 
 WORK_DIR = click.argument("work_dir", metavar="WORK_DIR", type=click.Path(file_okay=False))
 
@@ -63,8 +64,6 @@ class Duration(click.ParamType):  # type: ignore[type-arg]  # generic in the stu
     name = "DURATION"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from scriptbuilder.lifecycle.durations import parse_duration
-
         try:
             return parse_duration(
                 value, f"--{param.name.replace('_', '-')}" if param and param.name else "duration"
@@ -76,8 +75,6 @@ class Duration(click.ParamType):  # type: ignore[type-arg]  # generic in the stu
 @contextmanager
 def _errors() -> Iterator[None]:
     """A LifecycleError as the one-line error of the group, with its exit code."""
-    from scriptbuilder.lifecycle.record import LifecycleError
-
     try:
         yield
     except LifecycleError as exc:
@@ -161,8 +158,6 @@ def register(group: click.Group) -> None:
 @ssh_options
 def submit_command(work_dir: str, after: str | None, again: bool, **options: Any) -> None:
     """Submit what the last build wrote to WORK_DIR; record it in WORK_DIR/run.json."""
-    from scriptbuilder.lifecycle.run import submit
-
     with _errors():
         run = submit(
             work_dir, after=after, again=again, transport=_ssh_transport(work_dir, options)
@@ -176,8 +171,6 @@ def submit_command(work_dir: str, after: str | None, again: bool, **options: Any
 @ssh_options
 def status_command(work_dir: str, as_json: bool, **options: Any) -> int:
     """One look at the run of WORK_DIR (no waiting); exits with the verdict's code."""
-    from scriptbuilder.lifecycle.run import open_run
-
     with _errors():
         run = open_run(work_dir, transport=_ssh_transport(work_dir, options))
         status = run.status()
@@ -205,8 +198,6 @@ def watch_command(
     work_dir: str, timeout: float | None, interval: float, cancel_on_timeout: bool, **options: Any
 ) -> int:
     """Follow the run of WORK_DIR until it ends; print the verdict JSON."""
-    from scriptbuilder.lifecycle.run import open_run
-
     with _errors():
         run = open_run(work_dir, transport=_ssh_transport(work_dir, options))
         on_poll, done = _progress(run.job_id)
@@ -223,8 +214,6 @@ def watch_command(
 @ssh_options
 def cancel_command(work_dir: str, **options: Any) -> None:
     """Cancel the run of WORK_DIR (scancel, or docker stop of its own container)."""
-    from scriptbuilder.lifecycle.run import open_run
-
     with _errors():
         run = open_run(work_dir, transport=_ssh_transport(work_dir, options))
         run.cancel()
@@ -242,10 +231,6 @@ def _ssh_transport(work_dir: str, options: dict[str, Any]) -> Transport | None:
     control_path = options.get("control_path") or None
     if not given and not control_path:
         return None
-    from scriptbuilder.lifecycle.record import LifecycleError, load_build
-    from scriptbuilder.lifecycle.ssh import SshTransport
-    from scriptbuilder.lifecycle.transport import TransportError
-
     build = load_build(Path(work_dir))
     if build.scenario != "remote_slurm":
         raise LifecycleError(
@@ -264,10 +249,6 @@ def release_command(work_dir: str) -> None:
     """Free the held allocation persistent mode shares with the local Slurm executor
     (scancel, and remove <repo_root>/work_dirs/.slurm_alloc.json); the checkout is the
     repo_root of WORK_DIR's build."""
-    from scriptbuilder.lifecycle import allocation
-    from scriptbuilder.lifecycle.record import LifecycleError, load_build
-    from scriptbuilder.lifecycle.transport import LocalTransport, TransportError
-
     with _errors():
         build = load_build(Path(work_dir))
         repo_root = build.spec.get("repo_root")

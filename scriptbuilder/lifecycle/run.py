@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from scriptbuilder.lifecycle import docker, slurm
+from scriptbuilder.lifecycle import allocation, docker, remote, slurm
 from scriptbuilder.lifecycle.durations import parse_duration
 from scriptbuilder.lifecycle.logs import LogView, read_logs, secret_values
 from scriptbuilder.lifecycle.record import (
@@ -39,6 +39,7 @@ from scriptbuilder.lifecycle.record import (
     slurm_log_paths,
 )
 from scriptbuilder.lifecycle.slurm import JobState, SlurmError
+from scriptbuilder.lifecycle.ssh import SshTransport
 from scriptbuilder.lifecycle.transport import LocalTransport, Transport, TransportError
 from scriptbuilder.lifecycle.verdict import NOT_FINISHED, Verdict, decide, report
 from scriptbuilder.version import __version__
@@ -87,8 +88,6 @@ class Run:
         if self._kind() == "sbatch":
             job: JobState = _slurm_call(slurm.query, self.transport, self.job_id, now)
             return job
-        from scriptbuilder.lifecycle import allocation
-
         elapsed = max(0.0, (now - self.record.submitted_at).total_seconds())
         code = allocation.exit_status(self.transport, str(self.record.exit_file))
         if code is None:
@@ -129,8 +128,6 @@ class Run:
         elif kind == "docker":
             docker.stop(self.transport, str(self.record.container_name))
         elif self.record.pid is not None:
-            from scriptbuilder.lifecycle import allocation
-
             allocation.stop(self.transport, self.record.pid)
 
     def _stop(self, why: str) -> None:
@@ -202,8 +199,6 @@ def _slurm_call(func: Callable[..., Any], *args: Any) -> Any:
 
 
 def _remote_transport(spec: dict[str, Any]) -> Transport:
-    from scriptbuilder.lifecycle.ssh import SshTransport
-
     env = spec.get("slurm_env") or {}
     host = spec.get("ssh_host") or env.get("ssh_host")
     if not host:
@@ -216,8 +211,6 @@ def _remote_transport(spec: dict[str, Any]) -> Transport:
 
 def _transport_settings(transport: Transport) -> dict[str, Any]:
     """What rebuilds ``transport`` from run.json (ssh's constructor arguments; {} local)."""
-    from scriptbuilder.lifecycle.ssh import SshTransport
-
     if not isinstance(transport, SshTransport):
         return {}
     names = ("host", "user", "control_path", "options")
@@ -235,12 +228,7 @@ def open_run(
     record = read_record(build)
     assert record is not None
     if transport is None:
-        if record.transport:
-            from scriptbuilder.lifecycle.ssh import SshTransport
-
-            transport = SshTransport(**record.transport)
-        else:
-            transport = LocalTransport()
+        transport = SshTransport(**record.transport) if record.transport else LocalTransport()
     return Run(build, record, transport, clock or _utc_now)
 
 
@@ -331,8 +319,6 @@ def _start(build: Build, transport: Transport, after: str | None, clock: Clock) 
             raise LifecycleError(
                 "--after needs sbatch: build with persistent_mode false to wait for a job"
             )
-        from scriptbuilder.lifecycle import allocation
-
         try:
             started = allocation.submit(spec, transport, now=clock())
         except TransportError as exc:
@@ -348,8 +334,6 @@ def _start(build: Build, transport: Transport, after: str | None, clock: Clock) 
             allocation={"job_id": started.allocation_job_id, "reused": started.reused},
         )
     if scenario == "remote_slurm":
-        from scriptbuilder.lifecycle import remote
-
         submit_dir = str(spec.get("remote_work_dir") or "")
         if not submit_dir:
             raise LifecycleError("job_spec.json has no remote_work_dir: set it in the request")
