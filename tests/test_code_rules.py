@@ -90,3 +90,19 @@ def test_the_layer_check_sees_an_upward_import(tmp_path: Path) -> None:
     (imported,) = _imports(source, "scriptbuilder.models.x")
     assert imported == (2, "scriptbuilder.resolution")
     assert _layer("scriptbuilder.resolution.secrets") > _layer("scriptbuilder.models.x")
+
+
+def test_imports_inside_functions_say_which_cycle_they_avoid() -> None:
+    """An import belongs at the top of its module; one inside a function is there
+    only to break an import cycle, and its line says so (``# cycle: ...``)."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for node in ast.walk(ast.parse("\n".join(lines))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for inner in ast.walk(node):
+                if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                    if "# cycle:" not in lines[inner.lineno - 1]:
+                        found.append(f"{path.relative_to(PACKAGE.parent)}:{inner.lineno}")
+    assert not found, f"imports inside functions without a '# cycle:' reason: {found}"

@@ -15,6 +15,7 @@ import click
 
 from scriptbuilder.api import BuiltJob, build
 from scriptbuilder.cli.group import Group, fail, os_error_message, write_out
+from scriptbuilder.cli.lifecycle import register as register_lifecycle
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.env_info import FileEnvInfo
 from scriptbuilder.inputs.request_file import MAX_REQUEST_BYTES, parse_json, read_request
@@ -210,6 +211,9 @@ def schema_command(which: str) -> None:
     """Print the JSON Schema of a request, slurm_env.json, job_spec.json or a build
     result (build --json, a --many line)."""
     write_out(json_schema(which))
+
+
+register_lifecycle(cli)  # submit, status, watch, cancel, release
 
 
 def main(argv: Sequence[str] | None = None) -> None:

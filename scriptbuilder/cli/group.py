@@ -75,8 +75,6 @@ class Group(click.Group):
     def __init__(self, *args: Any, usage_hint: bool = False, **attrs: Any) -> None:
         super().__init__(*args, **attrs)
         self.usage_hint = usage_hint
-        if self.name == "scriptbuilder":  # submit, status, watch, cancel: cli/lifecycle.py
-            __import__("scriptbuilder.cli.lifecycle", fromlist=["register"]).register(self)
 
     def main(  # type: ignore[override]
         self,
