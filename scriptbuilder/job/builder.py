@@ -16,9 +16,9 @@ from scriptbuilder.job.route import Route
 from scriptbuilder.outputs.built_job import BuiltJob, OutputFile, SubmitRun
 from scriptbuilder.outputs.job_spec import job_spec_for, job_spec_json, with_hashes
 from scriptbuilder.resolution.context import Context
-from scriptbuilder.resolution.mounts import Mounts
 from scriptbuilder.resolution.secrets import mask, mask_data, request_secrets, script_custom_env
 from scriptbuilder.resolution.slurm_params import SlurmTarget, gres_flag
+from scriptbuilder.resolution.workloads import Placement
 from scriptbuilder.scenarios.base import Scenario
 from scriptbuilder.scenarios.docker import Docker, DockerContainer
 from scriptbuilder.scenarios.slurm import LocalSlurm, RemoteSlurm
@@ -61,13 +61,11 @@ class JobBuilder:
     def job(ctx: Context, route: Route) -> BuiltJob:
         """The job of ``ctx.request`` on its ``route``."""
         place, workload = route
-        image, mounts, target = place.image, place.mounts, place.target
         if isinstance(workload.workflow, PerfSanityWorkflow):
-            assert target is not None  # the route sends only Slurm requests there
-            return _submit_job(ctx, image, target, workload, workload.workflow)
-        if target is None:
-            return _docker_job(ctx, image, mounts, workload)
-        return _slurm_job(ctx, image, mounts, target, workload)
+            return _submit_job(ctx, place, workload, workload.workflow)
+        if place.target is None:
+            return _docker_job(ctx, place, workload)
+        return _slurm_job(ctx, place, place.target, workload)
 
 
 def render_report(spec: dict[str, Any], spec_path: str, script: str) -> str:
@@ -173,10 +171,8 @@ def _built(
     )
 
 
-def _slurm_job(
-    ctx: Context, image: str, mounts: Mounts, target: SlurmTarget, workload: Workload
-) -> BuiltJob:
-    req = ctx.request
+def _slurm_job(ctx: Context, place: Placement, target: SlurmTarget, workload: Workload) -> BuiltJob:
+    req, image, mounts = ctx.request, place.image, place.mounts
     workflow, model, shape = workload.workflow, workload.model_name, workload.shape
     _check_counts(ctx, target, shape.nodes, shape.ntasks)
     gres = gres_flag(ctx, target, workload.required_devices if workload.exact_devices else None)
@@ -232,8 +228,8 @@ def _slurm_job(
     return _built(ctx, spec, script_path, text, extra)
 
 
-def _docker_job(ctx: Context, image: str, mounts: Mounts, workload: Workload) -> BuiltJob:
-    req = ctx.request
+def _docker_job(ctx: Context, place: Placement, workload: Workload) -> BuiltJob:
+    req, image, mounts = ctx.request, place.image, place.mounts
     workflow, model = workload.workflow, workload.model_name
     container = DockerContainer(
         image, workflow.job_name(model), mounts.entries, mounts.project, mounts.models_root
@@ -259,9 +255,10 @@ def _docker_job(ctx: Context, image: str, mounts: Mounts, workload: Workload) ->
 
 
 def _submit_job(
-    ctx: Context, image: str, target: SlurmTarget, workload: Workload, workflow: PerfSanityWorkflow
+    ctx: Context, place: Placement, workload: Workload, workflow: PerfSanityWorkflow
 ) -> BuiltJob:
-    req, shape = ctx.request, workload.shape
+    req, shape, image, target = ctx.request, workload.shape, place.image, place.target
+    assert target is not None  # the route sends only Slurm requests there
     if req.skip_install:
         ctx.trace.warn(
             "skip_install: true is not honoured on the perf-sanity path: submit.py has no "
