@@ -178,21 +178,11 @@ def _slurm_job(ctx: Context, place: Placement, target: SlurmTarget, workload: Wo
     gres = gres_flag(ctx, target, workload.required_devices if workload.exact_devices else None)
     # The logs, the script and the container are named after the model, the job as asked.
     log_name = workflow.job_name(model)
-    job_name = ctx.trace.chose(
-        "job_name",
-        req.job_name or log_name,
-        "job_name input" if req.job_name else f"<model_name>_{workflow.job_suffix}",
-    )
-    log_dir = (req.remote_work_dir if ctx.is_remote else req.work_dir) or ""
+    rule = "job_name input" if req.job_name else f"<model_name>_{workflow.job_suffix}"
+    job_name = ctx.trace.chose("job_name", req.job_name or log_name, rule)
+    logs = (req.remote_work_dir if ctx.is_remote else req.work_dir) or ""
     allocation = SlurmAllocation(
-        job_name,
-        target.partition,
-        target.account,
-        target.time_limit,
-        shape,
-        gres,
-        log_dir,
-        log_name,
+        job_name, target.partition, target.account, target.time_limit, shape, gres, logs, log_name
     )
     container = Container(image=image, name=log_name, mounts=mounts.joined, workdir=mounts.project)
     scenario = (RemoteSlurm if ctx.is_remote else LocalSlurm)(

@@ -63,11 +63,8 @@ class CustomWorkflow(Workflow):
             )
         else:
             command = workloads.require(req.custom_cmd, "custom_cmd (or custom_script)", "custom")
-        devices = trace.chose(
-            "required_devices",
-            req.required_devices or 1,
-            "required_devices input" if req.required_devices else "default",
-        )
+        rule = "required_devices input" if req.required_devices else "default"
+        devices = trace.chose("required_devices", req.required_devices or 1, rule)
         workloads.check_limit(devices, "custom commands")
         gpn = workloads.gpus_per_node(ctx, place)
         nodes = trace.chose(

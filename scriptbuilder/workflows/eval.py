@@ -77,11 +77,8 @@ class EvalWorkflow(Workflow):
     def sized(ctx: Context) -> tuple[str, EvalArgs, int, str]:
         """The command, its arguments, the world size and the model name."""
         cmd, args = _args(ctx)
-        world = ctx.trace.chose(
-            "required_devices",
-            args.tp_size * args.pp_size,
-            f"--tp_size {args.tp_size} x --pp_size {args.pp_size}",
-        )
+        rule = f"--tp_size {args.tp_size} x --pp_size {args.pp_size}"
+        world = ctx.trace.chose("required_devices", args.tp_size * args.pp_size, rule)
         derived = model_name_from(args.model.value) if args.model else None
         return cmd, args, world, workloads.model_name(ctx, derived, "last component of --model")
 
