@@ -67,9 +67,8 @@ class CustomWorkflow(Workflow):
         devices = trace.chose("required_devices", req.required_devices or 1, rule)
         workloads.check_limit(devices, "custom commands")
         gpn = workloads.gpus_per_node(ctx, place)
-        nodes = trace.chose(
-            "node_count", math.ceil(devices / gpn), f"ceil({devices} / gpus_per_node {gpn})"
-        )
+        rule = f"ceil({devices} / gpus_per_node {gpn})"
+        nodes = trace.chose("node_count", math.ceil(devices / gpn), rule)
         if nodes > 1:
             raise BuildError(
                 f"required_devices = {devices} requires {nodes} nodes (gpus_per_node = {gpn}), but "
