@@ -16,9 +16,9 @@ from scriptbuilder.job.route import Route
 from scriptbuilder.outputs.built_job import BuiltJob, OutputFile, SubmitRun
 from scriptbuilder.outputs.job_spec import job_spec_for, job_spec_json, with_hashes
 from scriptbuilder.resolution.context import Context
-from scriptbuilder.resolution.mounts import Mounts
 from scriptbuilder.resolution.secrets import mask, mask_data, request_secrets, script_custom_env
 from scriptbuilder.resolution.slurm_params import SlurmTarget, gres_flag
+from scriptbuilder.resolution.workloads import Placement
 from scriptbuilder.scenarios.base import Scenario
 from scriptbuilder.scenarios.docker import Docker, DockerContainer
 from scriptbuilder.scenarios.slurm import LocalSlurm, RemoteSlurm
@@ -61,13 +61,11 @@ class JobBuilder:
     def job(ctx: Context, route: Route) -> BuiltJob:
         """The job of ``ctx.request`` on its ``route``."""
         place, workload = route
-        image, mounts, target = place.image, place.mounts, place.target
         if isinstance(workload.workflow, PerfSanityWorkflow):
-            assert target is not None  # the route sends only Slurm requests there
-            return _submit_job(ctx, image, target, workload, workload.workflow)
-        if target is None:
-            return _docker_job(ctx, image, mounts, workload)
-        return _slurm_job(ctx, image, mounts, target, workload)
+            return _submit_job(ctx, place, workload, workload.workflow)
+        if place.target is None:
+            return _docker_job(ctx, place, workload)
+        return _slurm_job(ctx, place, place.target, workload)
 
 
 def render_report(spec: dict[str, Any], spec_path: str, script: str) -> str:
@@ -173,30 +171,18 @@ def _built(
     )
 
 
-def _slurm_job(
-    ctx: Context, image: str, mounts: Mounts, target: SlurmTarget, workload: Workload
-) -> BuiltJob:
-    req = ctx.request
+def _slurm_job(ctx: Context, place: Placement, target: SlurmTarget, workload: Workload) -> BuiltJob:
+    req, image, mounts = ctx.request, place.image, place.mounts
     workflow, model, shape = workload.workflow, workload.model_name, workload.shape
     _check_counts(ctx, target, shape.nodes, shape.ntasks)
     gres = gres_flag(ctx, target, workload.required_devices if workload.exact_devices else None)
     # The logs, the script and the container are named after the model, the job as asked.
     log_name = workflow.job_name(model)
-    job_name = ctx.trace.chose(
-        "job_name",
-        req.job_name or log_name,
-        "job_name input" if req.job_name else f"<model_name>_{workflow.job_suffix}",
-    )
-    log_dir = (req.remote_work_dir if ctx.is_remote else req.work_dir) or ""
+    rule = "job_name input" if req.job_name else f"<model_name>_{workflow.job_suffix}"
+    job_name = ctx.trace.chose("job_name", req.job_name or log_name, rule)
+    logs = (req.remote_work_dir if ctx.is_remote else req.work_dir) or ""
     allocation = SlurmAllocation(
-        job_name,
-        target.partition,
-        target.account,
-        target.time_limit,
-        shape,
-        gres,
-        log_dir,
-        log_name,
+        job_name, target.partition, target.account, target.time_limit, shape, gres, logs, log_name
     )
     container = Container(image=image, name=log_name, mounts=mounts.joined, workdir=mounts.project)
     scenario = (RemoteSlurm if ctx.is_remote else LocalSlurm)(
@@ -232,8 +218,8 @@ def _slurm_job(
     return _built(ctx, spec, script_path, text, extra)
 
 
-def _docker_job(ctx: Context, image: str, mounts: Mounts, workload: Workload) -> BuiltJob:
-    req = ctx.request
+def _docker_job(ctx: Context, place: Placement, workload: Workload) -> BuiltJob:
+    req, image, mounts = ctx.request, place.image, place.mounts
     workflow, model = workload.workflow, workload.model_name
     container = DockerContainer(
         image, workflow.job_name(model), mounts.entries, mounts.project, mounts.models_root
@@ -259,9 +245,10 @@ def _docker_job(ctx: Context, image: str, mounts: Mounts, workload: Workload) ->
 
 
 def _submit_job(
-    ctx: Context, image: str, target: SlurmTarget, workload: Workload, workflow: PerfSanityWorkflow
+    ctx: Context, place: Placement, workload: Workload, workflow: PerfSanityWorkflow
 ) -> BuiltJob:
-    req, shape = ctx.request, workload.shape
+    req, shape, image, target = ctx.request, workload.shape, place.image, place.target
+    assert target is not None  # the route sends only Slurm requests there
     if req.skip_install:
         ctx.trace.warn(
             "skip_install: true is not honoured on the perf-sanity path: submit.py has no "

@@ -28,12 +28,7 @@ def names_pmix(plugin: str | None) -> bool:
 
 
 def step_mpi(
-    kind: str,
-    *,
-    ntasks: int,
-    nodes: int,
-    cluster: str | None = None,
-    requested: str | None = None,
+    kind: str, *, ntasks: int, nodes: int, cluster: str | None = None, requested: str | None = None
 ) -> str | None:
     """The ``--mpi`` of ``kind``'s workload step, given the cluster's plugin when
     known (from slurm_env) and one named on the drop-in's command line. Where a

@@ -84,11 +84,8 @@ def resolve_slurm_target(ctx: Context) -> SlurmTarget:
             )
         trace.chose(name, value, f"{name} input")
     assert req.partition and req.account
-    time_limit = trace.chose(
-        "time_limit",
-        req.time_limit or DEFAULT_TIME_LIMIT,
-        "time_limit input" if req.time_limit else "default",
-    )
+    rule = "time_limit input" if req.time_limit else "default"
+    time_limit = trace.chose("time_limit", req.time_limit or DEFAULT_TIME_LIMIT, rule)
     entry = _partition_entry(ctx, req.partition, req.account)
     _check_time_limit(time_limit, bool(req.time_limit), entry)
     gpn = entry.gpus_per_node if entry else None
@@ -101,19 +98,10 @@ def resolve_slurm_target(ctx: Context) -> SlurmTarget:
     preferred = None
     if env is not None and not client_tools_missing(env) and entry and entry.arch:
         preferred = env.pmix.preferred
-    plugin = trace.chose(
-        "mpi_plugin",
-        preferred or BARE_PMIX,
-        "slurm_env pmix.preferred" if preferred else "bare pmix (pmix.preferred unset)",
-    )
-    return SlurmTarget(
-        partition=req.partition,
-        account=req.account,
-        time_limit=time_limit,
-        gpus_per_node=gpn,
-        gpu_gres=bool(entry and uses_gpu_gres(entry)),
-        mpi_plugin=plugin,
-    )
+    rule = "slurm_env pmix.preferred" if preferred else "bare pmix (pmix.preferred unset)"
+    plugin = trace.chose("mpi_plugin", preferred or BARE_PMIX, rule)
+    gpu_gres = bool(entry and uses_gpu_gres(entry))
+    return SlurmTarget(req.partition, req.account, time_limit, gpn, gpu_gres, plugin)
 
 
 def gres_flag(ctx: Context, target: SlurmTarget, exact: int | None = None) -> str | None:

@@ -6,20 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scriptbuilder.scenarios.base import PRINT_LINE, Scenario, step_banner
+from scriptbuilder.script import tree
 from scriptbuilder.script.plan import TaskShape, WorkflowPlan
-from scriptbuilder.script.tree import (
-    Command,
-    Comment,
-    DockerRun,
-    Run,
-    ScriptText,
-    ShellScript,
-    SrunOption,
-    Statement,
-    Subshell,
-    Var,
-    Word,
-)
 
 CAPABILITIES = ("SYS_PTRACE", "SYS_ADMIN", "DAC_READ_SEARCH")
 
@@ -33,26 +21,28 @@ class DockerContainer:
     models_root: str
 
 
-def _option(name: str, value: str | None = None) -> SrunOption:
-    return SrunOption(name, None if value is None else Word.of(value))
+def _option(name: str, value: str | None = None) -> tree.SrunOption:
+    return tree.SrunOption(name, None if value is None else tree.Word.of(value))
 
 
-def _payload(plan: WorkflowPlan, secrets: tuple[str, ...]) -> Command:
+def _payload(plan: WorkflowPlan, secrets: tuple[str, ...]) -> tree.Command:
     """``bash -c`` running each step in a subshell of its own, in turn, with the
     step's arguments as its positional parameters, after printing its banner;
     the first failure ends the run."""
-    body: list[Statement] = [Run(Command.of("set", "-e"))]
+    body: list[tree.Statement] = [tree.Run(tree.Command.of("set", "-e"))]
     args: list[str] = []
 
-    def ref(value: str) -> Word:
+    def ref(value: str) -> tree.Word:
         args.append(value)
-        return Word.of(Var(str(len(args))))
+        return tree.Word.of(tree.Var(str(len(args))))
 
     for step in plan.steps:
-        body.append(Run(Command.of("printf", PRINT_LINE, ref(step_banner(step, secrets)))))
+        body.append(
+            tree.Run(tree.Command.of("printf", PRINT_LINE, ref(step_banner(step, secrets))))
+        )
         refs = tuple(ref(value) for value in step.args)
-        body.append(Subshell(step.body, refs or None))
-    return Command.of("bash", "-c", ScriptText(tuple(body)), "job", *args)
+        body.append(tree.Subshell(step.body, refs or None))
+    return tree.Command.of("bash", "-c", tree.ScriptText(tuple(body)), "job", *args)
 
 
 @dataclass(frozen=True)
@@ -68,7 +58,7 @@ class Docker(Scenario):
     def step_shape(self, shape: TaskShape) -> TaskShape:
         return TaskShape()  # one process in the container: no MPI, no per-task steps
 
-    def assemble(self, plan: WorkflowPlan) -> ShellScript:
+    def assemble(self, plan: WorkflowPlan) -> tree.ShellScript:
         c = self.container
         options = [
             _option("--rm"),
@@ -85,5 +75,5 @@ class Docker(Scenario):
             _option("--name", c.name),
             _option("--workdir", c.workdir),
         ]
-        run = DockerRun(tuple(options), Word.of(c.image), _payload(plan, self.secrets))
-        return ShellScript(body=(*(Comment(line) for line in self.header), run))
+        run = tree.DockerRun(tuple(options), tree.Word.of(c.image), _payload(plan, self.secrets))
+        return tree.ShellScript(body=(*(tree.Comment(line) for line in self.header), run))

@@ -16,28 +16,8 @@ from scriptbuilder.errors import BuildError
 from scriptbuilder.resolution.mpi import MPI_ENV_KEEP, MPI_ENV_PREFIXES
 from scriptbuilder.scenarios import time_limit
 from scriptbuilder.scenarios.base import PRINT_LINE, Scenario, step_banner
+from scriptbuilder.script import tree
 from scriptbuilder.script.plan import Container, SlurmAllocation, Step, WorkflowPlan
-from scriptbuilder.script.tree import (
-    Assign,
-    Blank,
-    ClearEnv,
-    Command,
-    Comment,
-    Directive,
-    Exit,
-    Export,
-    If,
-    Run,
-    SbatchScript,
-    ScriptText,
-    Srun,
-    SrunOption,
-    Statement,
-    Subst,
-    Var,
-    Word,
-    to_word,
-)
 
 STATUS = "rc"
 
@@ -56,31 +36,31 @@ def log_path(log_dir: str, job_name: str, ext: str) -> str:
     return f"{log_dir.rstrip('/')}/{job_name}_".replace("%", "%%") + f"%j.{ext}"
 
 
-def _directives(alloc: SlurmAllocation, warning: int | None) -> tuple[Directive, ...]:
+def _directives(alloc: SlurmAllocation, warning: int | None) -> tuple[tree.Directive, ...]:
     tasks, log_name = alloc.tasks, alloc.log_name or alloc.job_name
     return (
-        Directive("job-name", alloc.job_name),
-        Directive("partition", alloc.partition),
-        Directive("account", alloc.account),
-        Directive("time", alloc.time_limit),
-        *([Directive("signal", f"B:{time_limit.SIGNAL}@{warning}")] if warning else []),
-        Directive("nodes", str(tasks.nodes)),
-        Directive("ntasks", str(tasks.ntasks)),
-        Directive("ntasks-per-node", str(tasks.ntasks_per_node)),
-        *([Directive("gres", alloc.gres)] if alloc.gres else []),
-        Directive("output", log_path(alloc.log_dir, log_name, "out")),
-        Directive("error", log_path(alloc.log_dir, log_name, "err")),
+        tree.Directive("job-name", alloc.job_name),
+        tree.Directive("partition", alloc.partition),
+        tree.Directive("account", alloc.account),
+        tree.Directive("time", alloc.time_limit),
+        *([tree.Directive("signal", f"B:{time_limit.SIGNAL}@{warning}")] if warning else []),
+        tree.Directive("nodes", str(tasks.nodes)),
+        tree.Directive("ntasks", str(tasks.ntasks)),
+        tree.Directive("ntasks-per-node", str(tasks.ntasks_per_node)),
+        *([tree.Directive("gres", alloc.gres)] if alloc.gres else []),
+        tree.Directive("output", log_path(alloc.log_dir, log_name, "out")),
+        tree.Directive("error", log_path(alloc.log_dir, log_name, "err")),
     )
 
 
-def _option(name: str, value: str) -> SrunOption:
-    return SrunOption(name, Word.literal(value))
+def _option(name: str, value: str) -> tree.SrunOption:
+    return tree.SrunOption(name, tree.Word.literal(value))
 
 
-def _srun(step: Step, container: Container) -> Srun:
+def _srun(step: Step, container: Container) -> tree.Srun:
     shape = step.shape
     options = (
-        SrunOption("-l"),
+        tree.SrunOption("-l"),
         _option("--nodes", str(shape.nodes)),
         _option("--ntasks", str(shape.ntasks)),
         _option("--ntasks-per-node", str(shape.ntasks_per_node)),
@@ -89,41 +69,45 @@ def _srun(step: Step, container: Container) -> Srun:
         _option("--container-name", container.name),
         _option("--container-mounts", container.mounts),
         _option("--container-workdir", container.workdir),
-        SrunOption("--kill-on-bad-exit", Word.of("1")),
+        tree.SrunOption("--kill-on-bad-exit", tree.Word.of("1")),
     )
-    clear = ClearEnv(MPI_ENV_PREFIXES, MPI_ENV_KEEP)
-    script = ScriptText((clear, *step.body) if step.clear_mpi_env else step.body)
-    args = [to_word(a) for a in step.args]
-    return Srun(options, Command.of("bash", "-c", Word((script,)), "step", *args), background=True)
+    clear = tree.ClearEnv(MPI_ENV_PREFIXES, MPI_ENV_KEEP)
+    script = tree.ScriptText((clear, *step.body) if step.clear_mpi_env else step.body)
+    args = [tree.to_word(a) for a in step.args]
+    return tree.Srun(
+        options, tree.Command.of("bash", "-c", tree.Word((script,)), "step", *args), background=True
+    )
 
 
-_BLANK = Blank()
-_JOB_ID = Var("SLURM_JOB_ID", "")
-_DATE = Subst(Command.of("date"))
+_BLANK = tree.Blank()
+_JOB_ID = tree.Var("SLURM_JOB_ID", "")
+_DATE = tree.Subst(tree.Command.of("date"))
 
 
-def _echo(*parts: str | Var | Subst) -> Run:
-    return Run(Command.of("echo", Word.of(*parts)))
+def _echo(*parts: str | tree.Var | tree.Subst) -> tree.Run:
+    return tree.Run(tree.Command.of("echo", tree.Word.of(*parts)))
 
 
-_STARTED = _echo("Job ", _JOB_ID, " started at ", _DATE, " on ", Subst(Command.of("hostname")))
-_FINISHED = _echo("Job ", _JOB_ID, " finished at ", _DATE, " with exit code ", Var(STATUS))
+_STARTED = _echo(
+    "Job ", _JOB_ID, " started at ", _DATE, " on ", tree.Subst(tree.Command.of("hostname"))
+)
+_FINISHED = _echo("Job ", _JOB_ID, " finished at ", _DATE, " with exit code ", tree.Var(STATUS))
 
 
-def _step_block(step: Step, container: Container, banner: str) -> If:
+def _step_block(step: Step, container: Container, banner: str) -> tree.If:
     """Runs when every step before succeeded: names the step, prints its banner,
     runs it and keeps its exit code."""
-    return If(
-        Command.of("[", Word.of(Var(STATUS)), "-eq", "0", "]"),
+    return tree.If(
+        tree.Command.of("[", tree.Word.of(tree.Var(STATUS)), "-eq", "0", "]"),
         (
-            Comment(step.label),
-            Assign(time_limit.STEP, Word.literal(step.label)),
-            Run(Command.of("printf", PRINT_LINE, banner)),
+            tree.Comment(step.label),
+            tree.Assign(time_limit.STEP, tree.Word.literal(step.label)),
+            tree.Run(tree.Command.of("printf", PRINT_LINE, banner)),
             _srun(step, container),
-            Assign(time_limit.STEP_PID, Word.of(Var("!"))),
-            Run(Command.of("wait", Word.of(Var(time_limit.STEP_PID)))),
-            Assign(STATUS, Word.of(Var("?"))),
-            Assign(time_limit.STEP_PID, Word.of("")),
+            tree.Assign(time_limit.STEP_PID, tree.Word.of(tree.Var("!"))),
+            tree.Run(tree.Command.of("wait", tree.Word.of(tree.Var(time_limit.STEP_PID)))),
+            tree.Assign(STATUS, tree.Word.of(tree.Var("?"))),
+            tree.Assign(time_limit.STEP_PID, tree.Word.of("")),
         ),
     )
 
@@ -144,25 +128,25 @@ class SlurmScenario(Scenario):
     #: Values shown as ``***`` in the step banners.
     secrets: tuple[str, ...] = ()
 
-    def assemble(self, plan: WorkflowPlan) -> SbatchScript:
+    def assemble(self, plan: WorkflowPlan) -> tree.SbatchScript:
         limit = self.allocation.time_limit
         warning = time_limit.warning_seconds(limit, self.timeout_warning)
-        body: list[Statement] = [_BLANK]
+        body: list[tree.Statement] = [_BLANK]
         for name, value in (("LLM_MODELS_ROOT", self.models_root), *plan.env):
-            body.append(Export(name, Word.literal(value)))
+            body.append(tree.Export(name, tree.Word.literal(value)))
         if warning is not None:
             body += [_BLANK, *time_limit.setup(limit, warning, _FINISHED)]
-        body += [_BLANK, _STARTED, Assign(STATUS, Word.of("0"))]
+        body += [_BLANK, _STARTED, tree.Assign(STATUS, tree.Word.of("0"))]
         for step in plan.steps:
             banner = step_banner(step, self.secrets)
             body += [_BLANK, _step_block(step, self.container, banner)]
         body.append(_BLANK)
         if warning is not None:
             body += time_limit.TEARDOWN
-        body += [_FINISHED, Exit(Word.of(Var(STATUS)))]
-        return SbatchScript(
+        body += [_FINISHED, tree.Exit(tree.Word.of(tree.Var(STATUS)))]
+        return tree.SbatchScript(
             directives=_directives(self.allocation, warning),
-            header=tuple(Comment(line) for line in self.header),
+            header=tuple(tree.Comment(line) for line in self.header),
             body=tuple(body),
         )
 

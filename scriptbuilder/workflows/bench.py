@@ -28,9 +28,8 @@ class BenchWorkflow(Workflow):
     def resolve(cls, ctx: Context, place: Placement) -> Workload:
         cmd = workloads.require(ctx.request.bench_cmd, "bench_cmd", "bench")
         args = workloads.parsed(cmd, parse_bench_cmd)
-        world = ctx.trace.chose(
-            "required_devices", args.tp * args.pp, f"--tp {args.tp} x --pp {args.pp}"
-        )
+        rule = f"--tp {args.tp} x --pp {args.pp}"
+        world = ctx.trace.chose("required_devices", args.tp * args.pp, rule)
         source = args.model or args.model_path
         derived = model_name_from(source.value) if source else None
         name = workloads.model_name(ctx, derived, "--model/--model_path of trtllm-bench")

@@ -8,18 +8,12 @@ from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 from scriptbuilder.errors import BuildError
+from scriptbuilder.resolution import workloads
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mounts import covered
 from scriptbuilder.resolution.mpi import clears_mpi_env
 from scriptbuilder.resolution.secrets import script_custom_env
-from scriptbuilder.resolution.workloads import (
-    Placement,
-    check_limit,
-    gpus_per_node,
-    model_name,
-    require,
-    workload_shape,
-)
+from scriptbuilder.resolution.workloads import Placement
 from scriptbuilder.script.plan import Step, TaskShape
 from scriptbuilder.script.render import quote_literal
 from scriptbuilder.script.tree import Command, Run, Var
@@ -68,23 +62,19 @@ class CustomWorkflow(Workflow):
                 "custom command", f"bash {quote_literal(req.custom_script)}", "bash <custom_script>"
             )
         else:
-            command = require(req.custom_cmd, "custom_cmd (or custom_script)", "custom")
-        devices = trace.chose(
-            "required_devices",
-            req.required_devices or 1,
-            "required_devices input" if req.required_devices else "default",
-        )
-        check_limit(devices, "custom commands")
-        gpn = gpus_per_node(ctx, place)
-        nodes = trace.chose(
-            "node_count", math.ceil(devices / gpn), f"ceil({devices} / gpus_per_node {gpn})"
-        )
+            command = workloads.require(req.custom_cmd, "custom_cmd (or custom_script)", "custom")
+        rule = "required_devices input" if req.required_devices else "default"
+        devices = trace.chose("required_devices", req.required_devices or 1, rule)
+        workloads.check_limit(devices, "custom commands")
+        gpn = workloads.gpus_per_node(ctx, place)
+        rule = f"ceil({devices} / gpus_per_node {gpn})"
+        nodes = trace.chose("node_count", math.ceil(devices / gpn), rule)
         if nodes > 1:
             raise BuildError(
                 f"required_devices = {devices} requires {nodes} nodes (gpus_per_node = {gpn}), but "
                 f"custom commands are limited to 1 node; reduce required_devices to at most {gpn}"
             )
-        name = model_name(ctx, None, "")
+        name = workloads.model_name(ctx, None, "")
         project = place.mounts.project
         workflow = cls(
             command,
@@ -93,7 +83,7 @@ class CustomWorkflow(Workflow):
             project_path=project,
             run_script=run_script,
         )
-        shape = workload_shape(ctx, place, cls.kind, nodes, devices)
+        shape = workloads.workload_shape(ctx, place, cls.kind, nodes, devices)
         return Workload(workflow, name, devices, nodes, shape)
 
     def extra_files(self) -> tuple[tuple[str, str], ...]:

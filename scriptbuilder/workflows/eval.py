@@ -15,16 +15,10 @@ from scriptbuilder.inputs.command_args import (
     replace_flag_value,
 )
 from scriptbuilder.inputs.model_lookup import find_model_dir
+from scriptbuilder.resolution import workloads
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mounts import Mounts
-from scriptbuilder.resolution.workloads import (
-    Placement,
-    gpus_per_node,
-    model_name,
-    parsed,
-    require,
-    workload_shape,
-)
+from scriptbuilder.resolution.workloads import Placement
 from scriptbuilder.script.plan import Step, TaskShape
 from scriptbuilder.script.render import quote_literal
 from scriptbuilder.script.tree import Command, If, Run
@@ -53,8 +47,8 @@ def _rewrite_model(ctx: Context, cmd: str, model: FlagValue, mounts: Mounts) -> 
 
 
 def _args(ctx: Context) -> tuple[str, EvalArgs]:
-    cmd = require(ctx.request.eval_cmd, "eval_cmd", "eval")
-    return cmd, parsed(cmd, parse_eval_cmd)
+    cmd = workloads.require(ctx.request.eval_cmd, "eval_cmd", "eval")
+    return cmd, workloads.parsed(cmd, parse_eval_cmd)
 
 
 @dataclass(frozen=True)
@@ -83,22 +77,19 @@ class EvalWorkflow(Workflow):
     def sized(ctx: Context) -> tuple[str, EvalArgs, int, str]:
         """The command, its arguments, the world size and the model name."""
         cmd, args = _args(ctx)
-        world = ctx.trace.chose(
-            "required_devices",
-            args.tp_size * args.pp_size,
-            f"--tp_size {args.tp_size} x --pp_size {args.pp_size}",
-        )
+        rule = f"--tp_size {args.tp_size} x --pp_size {args.pp_size}"
+        world = ctx.trace.chose("required_devices", args.tp_size * args.pp_size, rule)
         derived = model_name_from(args.model.value) if args.model else None
-        return cmd, args, world, model_name(ctx, derived, "last component of --model")
+        return cmd, args, world, workloads.model_name(ctx, derived, "last component of --model")
 
     @classmethod
     def resolve(cls, ctx: Context, place: Placement) -> Workload:
         cmd, args, world, name = cls.sized(ctx)
-        gpus_per_node(ctx, place, args.gpus_per_node, "--gpus_per_node")
+        workloads.gpus_per_node(ctx, place, args.gpus_per_node, "--gpus_per_node")
         model = args.model
         if model and model.literal and is_hf_model_id(model.value):
             cmd = _rewrite_model(ctx, cmd, model, place.mounts)
-        shape = workload_shape(ctx, place, cls.kind, 1, world)
+        shape = workloads.workload_shape(ctx, place, cls.kind, 1, world)
         return Workload(cls(cmd), name, world, 1, shape)
 
     def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:

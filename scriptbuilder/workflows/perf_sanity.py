@@ -353,7 +353,6 @@ class PerfSanityWorkflow(Workflow):
     workflow_type: str
     name: str
     argv: tuple[str, ...]
-    checked: PerfPreflight
     #: The line the launch script prints last on success.
     launch_success: tuple[str, ...]
     #: A derived config to write before submit.py runs (eval fallback): path and text.
@@ -440,16 +439,9 @@ class PerfSanityWorkflow(Workflow):
         shape = TaskShape(nodes, nodes * gpn, gpn, target.mpi_plugin)
         # ctx_only runs a disaggregated config on the aggregated path
         disagg = checked.config.disaggregated and checked.benchmark_mode != "ctx_only"
-        workflow = cls(
-            req.workflow_type,
-            job_name,
-            argv,
-            checked,
-            (DISAGG_SUCCESS if disagg else AGGR_SUCCESS,),
-            derived,
-            launch_sh,
-            work_dir / SUBMIT_LOG_NAME,
-        )
+        success = (DISAGG_SUCCESS if disagg else AGGR_SUCCESS,)
+        log = work_dir / SUBMIT_LOG_NAME
+        workflow = cls(req.workflow_type, job_name, argv, success, derived, launch_sh, log)
         return Workload(workflow, model, devices, nodes, shape)
 
     def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:

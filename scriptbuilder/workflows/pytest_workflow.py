@@ -7,14 +7,9 @@ from dataclasses import KW_ONLY, dataclass, replace
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.tests import InspectResult, inspect_tests
+from scriptbuilder.resolution import workloads
 from scriptbuilder.resolution.context import Context
-from scriptbuilder.resolution.workloads import (
-    Placement,
-    check_limit,
-    model_name,
-    require,
-    workload_shape,
-)
+from scriptbuilder.resolution.workloads import Placement
 from scriptbuilder.script.plan import Step, TaskShape
 from scriptbuilder.script.render import render_inline
 from scriptbuilder.script.tree import Command, Export, Run, Statement, Word
@@ -54,7 +49,7 @@ class PytestWorkflow(Workflow):
     @classmethod
     def resolve(cls, ctx: Context, place: Placement) -> Workload:
         req, trace, mounts = ctx.request, ctx.trace, place.mounts
-        test_cmd = require(req.test_cmd, "test_cmd", "pytest")
+        test_cmd = workloads.require(req.test_cmd, "test_cmd", "pytest")
         found = inspect_tests(test_cmd, req.repo_root, mounts.project)
         for warning in found.warnings:
             trace.warn(warning)
@@ -79,7 +74,7 @@ class PytestWorkflow(Workflow):
                 "and pytest does not support multi-node execution; choose a partition with "
                 "more GPUs per node or a test that needs fewer"
             )
-        check_limit(devices, "pytest")
+        workloads.check_limit(devices, "pytest")
         if req.node_count is not None and req.node_count > 1:
             raise BuildError(
                 f"node_count = {req.node_count}, but pytest is always single-node; "
@@ -93,9 +88,9 @@ class PytestWorkflow(Workflow):
                 f"exactly {devices} GPUs, and the scheduler does not hand them out: "
                 "the test step sees only these",
             )
-        name = model_name(ctx, None, "")
+        name = workloads.model_name(ctx, None, "")
         trace.chose("nodes/ntasks", "1/1", "pytest: single node, one task")
-        shape = workload_shape(ctx, place, cls.kind, 1, 1)
+        shape = workloads.workload_shape(ctx, place, cls.kind, 1, 1)
         workflow = cls(test_cmd, workdir=workdir, visible_devices=visible)
         return Workload(workflow, name, devices, 1, shape, exact, source)
 
