@@ -107,17 +107,14 @@ def flag_value(
             short = len(name) == 2 and name[1] != "-"
             joined = name if short else name + "="
             if text.startswith(joined) and len(text) > len(name):
-                found = _joined_value(word, name, joined, command)
+                value, n = text[len(joined) :], len(joined)
+                if command is not None and command[word.start : word.end].startswith(joined):
+                    found = FlagValue(value, word.start + n, word.end, word.literal, name)
+                else:
+                    found = FlagValue(value, word.start, word.end, word.literal, name, joined)
                 break
         i += 1
     return found
-
-
-def _joined_value(word: Token, name: str, joined: str, command: str | None) -> FlagValue:
-    value = word.value[len(joined) :]
-    if command is not None and command[word.start : word.end].startswith(joined):
-        return FlagValue(value, word.start + len(joined), word.end, word.literal, name)
-    return FlagValue(value, word.start, word.end, word.literal, name, prefix=joined)
 
 
 def replace_flag_value(command: str, value: FlagValue, new_text: str) -> str:
@@ -197,12 +194,7 @@ def parse_eval_cmd(cmd: str) -> EvalArgs:
     pp = _int_flag(words, ("--pp_size", "--pp"), context)
     gpus = _int_flag(words, ("--gpus_per_node",), context)
     model = flag_value(words, ("--model",), command=cmd, context=context)
-    return EvalArgs(
-        tp_size=1 if tp is None else tp,
-        pp_size=1 if pp is None else pp,
-        gpus_per_node=gpus,
-        model=model,
-    )
+    return EvalArgs(tp_size=tp or 1, pp_size=pp or 1, gpus_per_node=gpus, model=model)
 
 
 def parse_bench_cmd(cmd: str) -> BenchArgs:
@@ -236,24 +228,14 @@ def parse_bench_cmd(cmd: str) -> BenchArgs:
     last = invocations[-1]
     tp = _int_flag(last, ("--tp",), context)
     pp = _int_flag(last, ("--pp",), context)
+
+    def last_flag(names: tuple[str, ...]) -> FlagValue | None:
+        found = (flag_value(w, names, command=cmd, context=context) for w in invocations[::-1])
+        return next((f for f in found if f is not None), None)
+
     return BenchArgs(
-        prep_cmd=prep,
-        run_cmd=run,
-        tp=1 if tp is None else tp,
-        pp=1 if pp is None else pp,
-        model=_last_flag(invocations, model_names, cmd, context),
-        model_path=_last_flag(invocations, ("--model_path",), cmd, context),
+        prep, run, tp or 1, pp or 1, last_flag(model_names), last_flag(("--model_path",))
     )
-
-
-def _last_flag(
-    invocations: Sequence[Sequence[Token]], names: tuple[str, ...], cmd: str, context: str
-) -> FlagValue | None:
-    for words in reversed(invocations):
-        found = flag_value(words, names, command=cmd, context=context)
-        if found is not None:
-            return found
-    return None
 
 
 def model_name_from(model: str) -> str:

@@ -71,19 +71,16 @@ _COMMAND_PREFIX_KEYWORDS = frozenset(
 _OPENERS = {"{": "}", "if": "fi", "do": "done", "case": "esac", "[[": "]]"}
 
 
-def _where(text: str, pos: int) -> str:
-    line = text.count("\n", 0, pos) + 1
-    column = pos - (text.rfind("\n", 0, pos) + 1) + 1
-    return f"line {line}, column {column}" if line > 1 else f"column {column}"
-
-
 class _Lexer:
     def __init__(self, text: str) -> None:
         self.s = text
         self.n = len(text)
 
     def error(self, what: str, pos: int) -> ShellSyntaxError:
-        return ShellSyntaxError(f"unterminated {what} starting at {_where(self.s, pos)}")
+        line = self.s.count("\n", 0, pos) + 1
+        column = pos - self.s.rfind("\n", 0, pos)
+        where = f"line {line}, column {column}" if line > 1 else f"column {column}"
+        return ShellSyntaxError(f"unterminated {what} starting at {where}")
 
     # Each skip_* gets ``i`` just past the opening and returns the index past the close.
     def skip_single(self, i: int) -> int:

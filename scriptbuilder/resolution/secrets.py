@@ -49,17 +49,15 @@ def secret_assignments(text: str, patterns: tuple[str, ...] | list[str]) -> list
     return found
 
 
-def _forms(value: str) -> set[str]:
-    """``value`` as is, quoted for the shell both ways, and escaped in JSON."""
-    double = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
-    double = double.replace("`", "\\`")
-    return {value, value.replace("'", "'\\''"), double, json.dumps(value)[1:-1]}
-
-
 def mask(text: str, secrets: tuple[str, ...]) -> str:
-    """``text`` with every form of every secret shown as ``***`` (longest first, so a
-    form inside a longer one leaves none of it shown)."""
-    forms = {form for value in secrets for form in _forms(value) if form}
+    """``text`` with every form of every secret (as is, quoted for the shell both ways,
+    escaped in JSON) shown as ``***``, longest first so none of a longer one is shown."""
+    forms: set[str] = set()
+    for value in secrets:
+        double = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+        double = double.replace("`", "\\`")
+        forms |= {value, value.replace("'", "'\\''"), double, json.dumps(value)[1:-1]}
+    forms.discard("")
     for form in sorted(forms, key=len, reverse=True):
         text = text.replace(form, SHOWN)
     return text
