@@ -77,14 +77,7 @@ def _escape_char(char: str) -> str:
 
 def _ansi_c(text: str, special: re.Pattern[str]) -> str:
     """``text`` as one ``$'...'`` word, the characters ``special`` matches as escapes."""
-    out = []
-    for char in text:
-        if char in "\\'":
-            out.append("\\" + char)
-        elif special.match(char):
-            out.append(_escape_char(char))
-        else:
-            out.append(char)
+    out = ("\\" + c if c in "\\'" else _escape_char(c) if special.match(c) else c for c in text)
     return "$'" + "".join(out) + "'"
 
 
@@ -235,12 +228,6 @@ def _launch(node: Srun | DockerRun) -> list[str]:
     return lines
 
 
-def _run(node: Run) -> str:
-    words = [render_command(node.command)]
-    words += [r.op + quote_literal(r.target) for r in node.redirects]
-    return " ".join([*words, "&"] if node.background else words)
-
-
 def _indented(body: tuple[Statement, ...]) -> list[str]:
     return [_INDENT + line for child in body for line in _statement_lines(child)]
 
@@ -255,7 +242,9 @@ def _statement_lines(node: Statement) -> list[str]:
         export = "export " if isinstance(node, Export) else ""
         return [f"{export}{node.name}={render_word(node.value)}"]
     if isinstance(node, Run):
-        return [_run(node)]
+        words = [render_command(node.command)]
+        words += [r.op + quote_literal(r.target) for r in node.redirects]
+        return [" ".join([*words, "&"] if node.background else words)]
     if isinstance(node, Function):
         return [f"{node.name}() {{", *_indented(node.body), "}"]
     if isinstance(node, Trap):
@@ -276,11 +265,9 @@ def _statement_lines(node: Statement) -> list[str]:
 
 def _joined(lines: list[str]) -> str:
     """Lines as one line: ``;`` between them, a space after a background ``&``."""
-    out = ""
-    for i, line in enumerate(lines):
-        if i:
-            out += " " if out.endswith("&") else "; "
-        out += line
+    out = lines[0] if lines else ""
+    for line in lines[1:]:
+        out += (" " if out.endswith("&") else "; ") + line
     return out
 
 
