@@ -76,12 +76,6 @@ def find_properties_file(repo_root: str | Path) -> str | None:
     return None if found is None else str(found)
 
 
-def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
-    return value
-
-
 def read_properties(path: str | Path) -> dict[str, str]:
     """``KEY=VALUE`` lines (``#``/``!`` comments skipped, a leading ``export`` ignored, since
     ``sh`` sources the file too; a ``#`` inside a value is kept: ``nvcr.io#nvidia/x``)."""
@@ -96,8 +90,11 @@ def read_properties(path: str | Path) -> dict[str, str]:
         key = key.strip()
         if key.startswith("export ") or key.startswith("export\t"):
             key = key[len("export") :].strip()
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
         if key:
-            props[key] = _unquote(value.strip())
+            props[key] = value
     return props
 
 

@@ -41,10 +41,6 @@ class Pmix(BaseModel):
     preferred: str | None = None
 
 
-def _null_is_unknown_pmix(value: Any) -> Any:
-    return {} if value is None else value
-
-
 class SlurmEnv(BaseModel):
     """The probe's output. Unknown keys are kept (the raw object is embedded in job_spec)."""
 
@@ -56,7 +52,7 @@ class SlurmEnv(BaseModel):
     default_partition: str | None = None
     partitions: NullableList[Partition] = []
     pmix: Annotated[
-        Pmix, BeforeValidator(_null_is_unknown_pmix, json_schema_input_type=Pmix | None)
+        Pmix, BeforeValidator(lambda v: {} if v is None else v, json_schema_input_type=Pmix | None)
     ] = Pmix()
     errors: NullableList[str] = []
     cluster_name: str | None = None
