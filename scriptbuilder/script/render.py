@@ -199,17 +199,6 @@ def render_directive(directive: Directive) -> str:
     return f"{head}={value}"
 
 
-def _clear_env_lines(node: ClearEnv) -> list[str]:
-    keep = "|".join(node.keep)
-    drop = "|".join(p + "*" for p in node.prefixes)
-    case = (
-        f'case "${{__sb_name}}" in {keep + ") ;; " if keep else ""}{drop}) '
-        'unset "${__sb_name}" ;; esac'
-    )
-    # The loop variable is the script's own: unset, the command sees no trace of it.
-    return [f"for __sb_name in $(compgen -e); do {case}; done; unset -v __sb_name"]
-
-
 def _launch_words(node: Srun | DockerRun) -> tuple[str, list[str]]:
     """The program and its rendered arguments, one option per entry."""
     options = [render_option(o) for o in node.options]
@@ -250,7 +239,14 @@ def _statement_lines(node: Statement) -> list[str]:
     if isinstance(node, Trap):
         return [" ".join(["trap", quote_literal(render_inline(node.body)), *node.signals])]
     if isinstance(node, ClearEnv):
-        return _clear_env_lines(node)
+        keep = "|".join(node.keep)
+        drop = "|".join(p + "*" for p in node.prefixes)
+        case = (
+            f'case "${{__sb_name}}" in {keep + ") ;; " if keep else ""}{drop}) '
+            'unset "${__sb_name}" ;; esac'
+        )
+        # The loop variable is the script's own: unset, the command sees no trace of it.
+        return [f"for __sb_name in $(compgen -e); do {case}; done; unset -v __sb_name"]
     if isinstance(node, If):
         orelse = ["else", *_indented(node.orelse)] if node.orelse else []
         return [f"if {render_command(node.test)}; then", *_indented(node.body), *orelse, "fi"]
