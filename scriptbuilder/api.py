@@ -54,26 +54,38 @@ def load_request(data: Mapping[str, Any] | BuildRequest) -> BuildRequest:
     return validated(BuildRequest, dict(data), "request field", "fix its value")
 
 
-def _read_earlier_job_spec(ctx: Context) -> None:
-    """Remote paths from an earlier <work_dir>/job_spec.json when the request has none."""
-    found = read_earlier_job_spec(ctx.request.work_dir)
-    if found is None:
-        return
-    earlier, ctx.earlier_job_spec = found
-    if not ctx.is_remote:
-        return
-    update: dict[str, str] = {}
-    for name in ("remote_repo_path", "remote_work_dir"):
-        given, stored = getattr(ctx.request, name), getattr(earlier, name)
-        if given and stored:
-            ctx.trace.chose(name, given, f"{name} input (wins over {JOB_SPEC} {stored})")
-        elif stored:
-            update[name] = ctx.trace.chose(name, stored, f"<work_dir>/{JOB_SPEC}")
-    if update:
-        ctx.request = ctx.request.model_copy(update=update)
-
-
-def _check_inputs(req: BuildRequest) -> None:
+def build(
+    request: Mapping[str, Any] | BuildRequest,
+    *,
+    environ: Mapping[str, str] | None = None,
+    machine: Callable[[], str] | None = None,
+    env_info: EnvInfo | None = None,
+    clock: Callable[[], datetime] | None = None,
+    ssh: Runner | None = None,
+) -> BuiltJob:
+    """Resolve ``request`` into a script, a job spec and a report; reads input files
+    but writes nothing. ``ssh`` asks the remote home (:mod:`scriptbuilder.inputs.remote_home`)."""
+    req = load_request(request)
+    ctx = Context(
+        request=req, env_info=env_info, environ=os.environ if environ is None else environ
+    )
+    ctx.machine, ctx.clock, ctx.ssh = machine or ctx.machine, clock or ctx.clock, ssh or ctx.ssh
+    if not req.work_dir.startswith("/"):
+        raise BuildError(
+            f"work_dir must be an absolute path, got {req.work_dir!r}; pass an absolute path"
+        )
+    # Remote paths from an earlier <work_dir>/job_spec.json when the request has none.
+    if (found := read_earlier_job_spec(req.work_dir)) is not None:
+        earlier, ctx.earlier_job_spec = found
+        update: dict[str, str] = {}
+        for name in ("remote_repo_path", "remote_work_dir") if ctx.is_remote else ():
+            given, stored = getattr(req, name), getattr(earlier, name)
+            if given and stored:
+                ctx.trace.chose(name, given, f"{name} input (wins over {JOB_SPEC} {stored})")
+            elif stored:
+                update[name] = ctx.trace.chose(name, stored, f"<work_dir>/{JOB_SPEC}")
+        if update:
+            ctx.request = req = req.model_copy(update=update)
     if req.execution_scenario != "local_docker":
         log_dir = "remote_work_dir" if req.execution_scenario == "remote_slurm" else "work_dir"
         check_log_name_part(log_dir, getattr(req, log_dir) or "")
@@ -94,37 +106,7 @@ def _check_inputs(req: BuildRequest) -> None:
             f"custom_script {req.custom_script} does not exist; pass an existing script"
         )
     check_request(req)
-
-
-def build(
-    request: Mapping[str, Any] | BuildRequest,
-    *,
-    environ: Mapping[str, str] | None = None,
-    machine: Callable[[], str] | None = None,
-    env_info: EnvInfo | None = None,
-    clock: Callable[[], datetime] | None = None,
-    ssh: Runner | None = None,
-) -> BuiltJob:
-    """Resolve ``request`` into a script, a job spec and a report; reads input files
-    but writes nothing. ``ssh`` asks the remote home (:mod:`scriptbuilder.inputs.remote_home`)."""
-    req = load_request(request)
-    ctx = Context(
-        request=req, env_info=env_info, environ=os.environ if environ is None else environ
-    )
-    if machine is not None:
-        ctx.machine = machine
-    if clock is not None:
-        ctx.clock = clock
-    if ssh is not None:
-        ctx.ssh = ssh
-    if not req.work_dir.startswith("/"):
-        raise BuildError(
-            f"work_dir must be an absolute path, got {req.work_dir!r}; pass an absolute path"
-        )
-    _read_earlier_job_spec(ctx)
-    _check_inputs(ctx.request)
     if ctx.is_slurm:
-        req = ctx.request
         path = req.slurm_env_file or posixpath.join(req.work_dir, "slurm_env.json")
         ctx.slurm_env, ctx.slurm_env_raw = load_slurm_env(path)
         rule = "slurm_env_file" if req.slurm_env_file else "<work_dir>/slurm_env.json"

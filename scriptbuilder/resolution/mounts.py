@@ -44,14 +44,6 @@ def _check_mountable(name: str, path: str) -> str:
     return path
 
 
-def _models_root(ctx: Context) -> str:
-    if root := ctx.request.llm_models_root:
-        root, rule = _absolute("llm_models_root", root), "llm_models_root input"
-    else:
-        root, rule = DEFAULT_MODELS_ROOT, "default"
-    return ctx.trace.chose("llm_models_root", root, rule)
-
-
 def _remote_home(ctx: Context) -> str:
     """The parent of remote_cwd (request, else slurm_env), else ``$HOME`` from the
     login host (ssh_host / slurm_user: request, else slurm_env)."""
@@ -131,12 +123,18 @@ def resolve_mounts(ctx: Context) -> Mounts:
     """Home, project, models and, when no other mount holds it, custom_script's folder."""
     custom_script = ctx.request.custom_script
     custom_script_dir = posixpath.dirname(custom_script) if custom_script else None
-    root = _models_root(ctx)
+    if root := ctx.request.llm_models_root:
+        root, rule = _absolute("llm_models_root", root), "llm_models_root input"
+    else:
+        root, rule = DEFAULT_MODELS_ROOT, "default"
+    root = ctx.trace.chose("llm_models_root", root, rule)
     home = _check_mountable("home", resolve_home(ctx))
     project = _check_mountable("project", resolve_project(ctx))
     models, models_host = _models_entries(ctx, root)
     mounts = Mounts((f"{home}:{home}", f"{project}:{project}", *models), project, root, models_host)
-    if custom_script_dir and not covered(custom_script_dir, mounts.host_sources()):
+    if custom_script_dir and not covered(
+        custom_script_dir, [e.split(":", 1)[0] for e in mounts.entries]
+    ):
         extra = f"{_check_mountable('custom_script', custom_script_dir)}:{custom_script_dir}"
         ctx.trace.chose("extra mount", extra, "custom_script folder not under another mount")
         mounts = replace(mounts, entries=(*mounts.entries, extra))

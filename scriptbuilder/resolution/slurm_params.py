@@ -60,21 +60,6 @@ def _partition_entry(ctx: Context, name: str, account: str) -> Partition | None:
     return entry
 
 
-def _check_time_limit(value: str, given: bool, entry: Partition | None) -> None:
-    field = "time_limit" if given else "time_limit (default)"
-    wanted = checked_minutes(field, value)
-    cap = None
-    if entry is not None and entry.time_limit is not None:
-        with contextlib.suppress(ValueError):  # a partition limit in no known form
-            cap = time_limit_minutes(entry.time_limit)
-    if entry is not None and cap is not None and (wanted is None or wanted > cap):
-        raise BuildError(
-            f"{field} {value} exceeds the time limit {entry.time_limit} of partition "
-            f"{entry.name!r} (slurm_env.partitions), so Slurm would refuse it or leave it "
-            f"pending; pass time_limit at most {entry.time_limit}"
-        )
-
-
 def resolve_slurm_target(ctx: Context) -> SlurmTarget:
     req, trace, env = ctx.request, ctx.trace, ctx.slurm_env
     for name, value in (("partition", req.partition), ("account", req.account)):
@@ -87,7 +72,17 @@ def resolve_slurm_target(ctx: Context) -> SlurmTarget:
     rule = "time_limit input" if req.time_limit else "default"
     time_limit = trace.chose("time_limit", req.time_limit or DEFAULT_TIME_LIMIT, rule)
     entry = _partition_entry(ctx, req.partition, req.account)
-    _check_time_limit(time_limit, bool(req.time_limit), entry)
+    field = "time_limit" if req.time_limit else "time_limit (default)"
+    wanted, cap = checked_minutes(field, time_limit), None
+    if entry is not None and entry.time_limit is not None:
+        with contextlib.suppress(ValueError):  # a partition limit in no known form
+            cap = time_limit_minutes(entry.time_limit)
+    if entry is not None and cap is not None and (wanted is None or wanted > cap):
+        raise BuildError(
+            f"{field} {time_limit} exceeds the time limit {entry.time_limit} of partition "
+            f"{entry.name!r} (slurm_env.partitions), so Slurm would refuse it or leave it "
+            f"pending; pass time_limit at most {entry.time_limit}"
+        )
     gpn = entry.gpus_per_node if entry else None
     if entry and gpn is None and gres_gpus(entry):
         gpn = trace.chose("gpus_per_node", gres_gpus(entry), f"gres {entry.gres} of {entry.name}")

@@ -109,11 +109,6 @@ def submit_py_path(repo_root: str | os.PathLike[str]) -> Path:
     return Path(repo_root) / SUBMIT_PY_RELPATH
 
 
-def _repo_of(submit_py: Path) -> Path:
-    parts = Path(SUBMIT_PY_RELPATH).parts
-    return submit_py.parents[len(parts) - 1] if len(submit_py.parts) > len(parts) else Path(".")
-
-
 def _config(field: str, read: Callable[[Path], _T], path: Path) -> _T:
     try:
         return read(path)
@@ -136,11 +131,12 @@ def preflight(
 ) -> PerfPreflight:
     """Check what submit.py would trip on; ``repo_root`` (default: submit.py's checkout)
     holds a test id's config, and ``test_list`` wins over ``config_file`` as in submit.py."""
-    submit_py = Path(submit_py)
-    root = Path(repo_root) if repo_root is not None else _repo_of(submit_py)
+    submit_py, depth = Path(submit_py), len(Path(SUBMIT_PY_RELPATH).parts)
+    checkout = submit_py.parents[depth - 1] if len(submit_py.parts) > depth else Path(".")
+    root = Path(repo_root) if repo_root is not None else checkout
     if not submit_py.is_file():
         raise BuildError(
-            f"{submit_py} not found: the checkout at {_repo_of(submit_py)} lacks"
+            f"{submit_py} not found: the checkout at {checkout} lacks"
             f" {SUBMIT_PY_RELPATH}; point repo_root at a TensorRT-LLM checkout that has it"
         )
     server = mode = None
