@@ -10,6 +10,7 @@ The log folder is created only once the script is out.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import re
 import sys
@@ -195,9 +196,7 @@ COMMON_OPTIONS = (
 
 def common_options(command: Callable[..., None]) -> Callable[..., None]:
     """The flags every subcommand takes, in the order ``--help`` lists them."""
-    for option in reversed(COMMON_OPTIONS):
-        command = option(command)
-    return command
+    return functools.reduce(lambda cmd, option: option(cmd), reversed(COMMON_OPTIONS), command)
 
 
 def _check_counts(opts: Opts) -> None:
