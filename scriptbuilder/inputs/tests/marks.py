@@ -289,15 +289,6 @@ def _evaluate(node: ast.expr, names: set[str]) -> bool:
     raise ValueError(ast.unparse(node))
 
 
-def _expression(text: str) -> ast.expr | None:
-    try:
-        tree = ast.parse(text, mode="eval").body
-        _evaluate(tree, set())
-    except (SyntaxError, ValueError):
-        return None
-    return tree
-
-
 _WORD = re.compile(r"\s*(\(|\)|[^\s()]+)")
 
 
@@ -314,8 +305,12 @@ def expression_filter(expr: str, keywords: bool) -> Select | None:
             words.append(token.lower() if keywords else token)
         else:
             return None
-    tree = _expression(" ".join(text) or "_")
-    if tree is None or not words:
+    try:
+        tree = ast.parse(" ".join(text) or "_", mode="eval").body
+        _evaluate(tree, set())
+    except (SyntaxError, ValueError):
+        return None
+    if not words:
         return None
 
     def match(names: set[str]) -> bool:
