@@ -41,10 +41,9 @@ def write_out(text: str, *, err: bool = False) -> None:
         buffer = getattr(stream, "buffer", None)
         if buffer is None:  # text only: there are no bytes to write
             stream.write(text)
-            stream.flush()
         else:
             buffer.write(data)
-            buffer.flush()
+        stream.flush()  # (a text stream's flush flushes its buffer too)
         return
     view = memoryview(data)
     try:
