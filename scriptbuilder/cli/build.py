@@ -90,7 +90,6 @@ def run_build(request: str, *, dry_run: bool, explain: bool, env_info: str | Non
 
 
 def _sweep_lines(source: str) -> Iterator[tuple[int, bytes]]:
-    """``(line number, bytes)`` of every non-blank line of a JSON-lines file."""
     try:
         stream = sys.stdin.buffer if source == "-" else open(source, "rb")  # noqa: SIM115
     except OSError as exc:

@@ -118,8 +118,6 @@ def _form(pattern: str, refusal: str) -> Callable[[click.Context, click.Paramete
 def _checked(
     check: Callable[[str, str], object],
 ) -> Callable[[click.Context, click.Parameter, str], str]:
-    """A click callback running ``check(flag, value)`` on the flag's value."""
-
     def callback(ctx: click.Context, param: click.Parameter, value: str) -> str:
         check(param.opts[0], value)
         return value

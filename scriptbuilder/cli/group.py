@@ -55,7 +55,6 @@ def write_out(text: str, *, err: bool = False) -> None:
 
 
 def fail(prog: str, message: str, code: int = 2) -> NoReturn:
-    """``<prog>: error: <message>`` on standard error, then exit with ``code``."""
     write_out(f"{prog}: error: {message}\n", err=True)
     sys.exit(code)
 

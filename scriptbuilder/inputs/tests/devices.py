@@ -66,7 +66,6 @@ def _levels(scope: Scope) -> Iterator[tuple[list[ast.expr], str]]:
 
 
 def _inherited(scope: Scope) -> Found | None:
-    """The closest device marks above a test."""
     for exprs, label in _levels(scope):
         if (hit := m.best_hit(exprs, scope.module)) is not None:
             return _found(hit, label)
