@@ -89,20 +89,7 @@ def run_build(request: str, *, dry_run: bool, explain: bool, env_info: str | Non
     write_out(job.report)
 
 
-def run_build_json(request: str, *, dry_run: bool, explain: bool, env_info: str | None) -> None:
-    """``scriptbuilder build --json``: the result as one JSON object; a failure then
-    ends as without ``--json``."""
-    result = _outcome(
-        lambda: build(read_request(request), env_info=_env_info(env_info)),
-        dry_run=dry_run,
-        trace=explain,
-    )
-    if result.error is not None:
-        fail(PROG, result.error, result.exit_code)
-
-
 def _sweep_lines(source: str) -> Iterator[tuple[int, bytes]]:
-    """``(line number, bytes)`` of every non-blank line of a JSON-lines file."""
     try:
         stream = sys.stdin.buffer if source == "-" else open(source, "rb")  # noqa: SIM115
     except OSError as exc:
@@ -134,18 +121,6 @@ def _sweep_job(line: bytes, info: FileEnvInfo | None) -> BuiltJob:
     if not isinstance(data, dict):
         raise BuildError("line is not a JSON object; write one object of field names to values")
     return build(data, env_info=info)
-
-
-def run_many(source: str, *, dry_run: bool, env_info: str | None) -> int:
-    """``scriptbuilder build --many``: one JSON result line per request, in order; a
-    refused request writes nothing. The exit status is the largest a single build
-    of a failed request would have had (0 when every one was built)."""
-    info = _env_info(env_info)
-    status = 0
-    for number, line in _sweep_lines(source):
-        result = _outcome(partial(_sweep_job, line, info), dry_run=dry_run, line=number)
-        status = max(status, result.exit_code)
-    return status
 
 
 @click.group(
@@ -195,14 +170,28 @@ def build_command(
     if many is None:
         if request is None:
             raise click.UsageError("Missing argument 'REQUEST' (or pass --many FILE).")
-        run = run_build_json if as_json else run_build
-        run(request, dry_run=dry_run, explain=explain, env_info=env_info)
+        if not as_json:
+            run_build(request, dry_run=dry_run, explain=explain, env_info=env_info)
+            return 0
+        # The result as one JSON object; a failure then ends as without --json.
+        result = _outcome(
+            lambda: build(read_request(request), env_info=_env_info(env_info)),
+            dry_run=dry_run,
+            trace=explain,
+        )
+        if result.error is not None:
+            fail(PROG, result.error, result.exit_code)
         return 0
     if request is not None:
         raise click.UsageError("Pass either REQUEST or --many FILE, not both.")
     if explain:
         raise click.UsageError("--explain works on one REQUEST; it cannot be used with --many.")
-    return run_many(many, dry_run=dry_run, env_info=env_info)
+    # One JSON result line per request, in order; a refused request writes nothing. The exit
+    # status is the largest a single build of a failed request would have had.
+    info = _env_info(env_info)
+    lines = _sweep_lines(many)
+    results = (_outcome(partial(_sweep_job, b, info), dry_run=dry_run, line=n) for n, b in lines)
+    return max((result.exit_code for result in results), default=0)
 
 
 @cli.command("schema")

@@ -10,6 +10,7 @@ The log folder is created only once the script is out.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import re
 import sys
@@ -53,10 +54,10 @@ Decorator = Callable[[Callable[..., None]], Callable[..., None]]
 PROG = "build_slurm_script"
 DEFAULT_MODELS_ROOT = "/scratch.trt_llm_data/llm-models/"
 #: Slurm's MPI plugin names (``srun --mpi=list``).
-MPI_PLUGIN = re.compile(r"none|pmi2|pmix(?:_v[0-9]+)?|cray_shasta")
+MPI_PLUGIN = r"none|pmi2|pmix(?:_v[0-9]+)?|cray_shasta"
 #: ``gpu:N`` or ``gpu:TYPE:N``, optionally ``gres/`` first (a TYPE is not all digits,
 #: or ``gpu:4:2`` would read as a type ``4``).
-GRES = re.compile(r"(?:gres/)?gpu(?::(?![0-9]+:)[A-Za-z0-9_.-]+)?:[1-9][0-9]*")
+GRES = r"(?:gres/)?gpu(?::(?![0-9]+:)[A-Za-z0-9_.-]+)?:[1-9][0-9]*"
 #: The flags whose values are shell command lines (or assignments), which may span lines.
 _MULTI_LINE = frozenset({"test_cmd", "custom_cmd", "custom_env", "bench_cmd", "eval_cmd"})
 #: What to pass instead of an empty value, per flag.
@@ -89,7 +90,6 @@ def _non_empty(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
 
 def _model_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    """It names the job and the log files: not empty, no ``/``, no whitespace."""
     _non_empty(ctx, param, value)
     if "/" in value:
         raise BuildError(
@@ -104,47 +104,25 @@ def _model_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return value
 
 
-def _container_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is not None and "/" in value:
-        raise BuildError(
-            f"--container-name {_shown(value)} contains a '/', which pyxis cannot name a container "
-            "with; use '_' or '-' instead"
-        )
-    return value
+def _form(pattern: str, refusal: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """A click callback refusing a value that is not ``pattern`` in full."""
 
-
-def _gres(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    """Written without its ``gres/`` prefix: sbatch 22.05 refuses ``--gres=gres/gpu:N``."""
-    if value and GRES.fullmatch(value) is None:
-        raise BuildError(
-            f"--gres {_shown(value)} is not in Slurm's GRES form; pass gpu:N or gpu:TYPE:N "
-            "(for example gpu:4 or gpu:h100:4, optionally with gres/ first), or leave it out"
-        )
-    return value.removeprefix("gres/")
-
-
-def _mpi(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    if MPI_PLUGIN.fullmatch(value) is None:
-        raise BuildError(
-            f"--mpi {_shown(value)} is not a Slurm MPI plugin; pass none, pmi2, pmix, "
-            "pmix_v<N> (for example pmix_v4) or cray_shasta"
-        )
-    return value
-
-
-def _checked(
-    check: Callable[[str, str], object],
-) -> Callable[[click.Context, click.Parameter, str], str]:
-    """A click callback running ``check(flag, value)`` on the flag's value."""
-
-    def callback(ctx: click.Context, param: click.Parameter, value: str) -> str:
-        check(param.opts[0], value)
+    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        if value is not None and re.fullmatch(pattern, value) is None:
+            raise BuildError(f"{param.opts[0]} {_shown(value)} {refusal}")
         return value
 
     return callback
 
 
-_time_limit = _checked(check_time_limit)
+def _checked(
+    check: Callable[[str, str], object],
+) -> Callable[[click.Context, click.Parameter, str], str]:
+    def callback(ctx: click.Context, param: click.Parameter, value: str) -> str:
+        check(param.opts[0], value)
+        return value
+
+    return callback
 
 
 def command_option(flag: str, check: Callable[[str, str], None], help: str) -> Decorator:
@@ -164,7 +142,9 @@ COMMON_OPTIONS = (
     ),
     click.option("--partition", required=True, callback=_non_empty),
     click.option("--account", required=True, callback=_non_empty),
-    click.option("--time-limit", default="02:00:00", show_default=True, callback=_time_limit),
+    click.option(
+        "--time-limit", default="02:00:00", show_default=True, callback=_checked(check_time_limit)
+    ),
     click.option("--nodes", type=click.IntRange(1, MAX_NODES), default=1, show_default=True),
     click.option("--ntasks", type=click.IntRange(min=1), default=1, show_default=True),
     click.option(
@@ -175,14 +155,24 @@ COMMON_OPTIONS = (
     click.option(
         "--gres",
         default="",
-        callback=_gres,
+        # Written without its gres/ prefix: sbatch 22.05 refuses --gres=gres/gpu:N.
+        callback=_form(
+            f"(?:{GRES})?",
+            "is not in Slurm's GRES form; pass gpu:N or gpu:TYPE:N (for example gpu:4 or "
+            "gpu:h100:4, optionally with gres/ first), or leave it out",
+        ),
         help="gpu:N or gpu:TYPE:N (a gres/ prefix is accepted and left out); empty means no "
         "#SBATCH --gres line.",
     ),
     click.option("--docker-image", required=True, callback=_non_empty),
     click.option("--container-mounts", required=True, callback=_non_empty),
     click.option(
-        "--container-name", callback=_container_name, help="Default: <model-name>_<subcommand>."
+        "--container-name",
+        callback=_form(
+            "[^/]*",
+            "contains a '/', which pyxis cannot name a container with; use '_' or '-' instead",
+        ),
+        help="Default: <model-name>_<subcommand>.",
     ),
     click.option("--container-workdir", help="Default: --project-path."),
     click.option("--project-path", required=True),
@@ -190,7 +180,11 @@ COMMON_OPTIONS = (
         "--mpi",
         default="none",
         show_default=True,
-        callback=_mpi,
+        callback=_form(
+            MPI_PLUGIN,
+            "is not a Slurm MPI plugin; pass none, pmi2, pmix, pmix_v<N> (for example pmix_v4) "
+            "or cray_shasta",
+        ),
         help="srun --mpi plugin; 'none' means no --mpi.",
     ),
     click.option("--llm-models-root", default=DEFAULT_MODELS_ROOT, show_default=True),
@@ -200,9 +194,7 @@ COMMON_OPTIONS = (
 
 def common_options(command: Callable[..., None]) -> Callable[..., None]:
     """The flags every subcommand takes, in the order ``--help`` lists them."""
-    for option in reversed(COMMON_OPTIONS):
-        command = option(command)
-    return command
+    return functools.reduce(lambda cmd, option: option(cmd), reversed(COMMON_OPTIONS), command)
 
 
 def _check_counts(opts: Opts) -> None:
@@ -245,7 +237,7 @@ def _emit(subcommand: str, workflow: Workflow, opts: Opts, *, private: bool = Fa
         account=opts["account"],
         time_limit=opts["time_limit"],
         tasks=shape,
-        gres=opts["gres"] or None,
+        gres=opts["gres"].removeprefix("gres/") or None,
         log_dir=opts["log_dir"],
     )
     container = Container(

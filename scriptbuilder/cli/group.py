@@ -41,10 +41,9 @@ def write_out(text: str, *, err: bool = False) -> None:
         buffer = getattr(stream, "buffer", None)
         if buffer is None:  # text only: there are no bytes to write
             stream.write(text)
-            stream.flush()
         else:
             buffer.write(data)
-            buffer.flush()
+        stream.flush()  # (a text stream's flush flushes its buffer too)
         return
     view = memoryview(data)
     try:
@@ -56,7 +55,6 @@ def write_out(text: str, *, err: bool = False) -> None:
 
 
 def fail(prog: str, message: str, code: int = 2) -> NoReturn:
-    """``<prog>: error: <message>`` on standard error, then exit with ``code``."""
     write_out(f"{prog}: error: {message}\n", err=True)
     sys.exit(code)
 

@@ -78,11 +78,9 @@ def _file_need(tid: TestId, path: str, walk: Walk, top: str | None) -> Found | N
     """What ``tid`` needs in the file at ``path`` (conftest.py files read up to ``top``)."""
     try:
         module = read_module(path, top)
-    except OSError:
-        walk.warnings.append(f"test file {tid.path} could not be read ({path})")
-        return None
-    except (SyntaxError, ValueError) as exc:  # ValueError: NUL bytes, or too large
-        walk.warnings.append(f"test file {tid.path}: {exc}")
+    except (OSError, SyntaxError, ValueError) as exc:  # ValueError: NUL bytes, or too large
+        why = f" could not be read ({path})" if isinstance(exc, OSError) else f": {exc}"
+        walk.warnings.append(f"test file {tid.path}{why}")
         return None
     start = len(walk.evidence)
     found = test_requirement(module, tid, walk)

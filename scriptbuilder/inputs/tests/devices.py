@@ -66,7 +66,6 @@ def _levels(scope: Scope) -> Iterator[tuple[list[ast.expr], str]]:
 
 
 def _inherited(scope: Scope) -> Found | None:
-    """The closest device marks above a test."""
     for exprs, label in _levels(scope):
         if (hit := m.best_hit(exprs, scope.module)) is not None:
             return _found(hit, label)
@@ -137,21 +136,20 @@ def _scope_requirement(scope: Scope, walk: Walk, display: str) -> Found | None:
 
 def test_requirement(module: TestModule, tid: TestId, walk: Walk) -> Found | None:
     """What ``tid`` needs in ``module``."""
-    display = tid.path
     names = [*(tid.cls.split("::") if tid.cls else []), *([tid.func] if tid.func else [])]
     scope = module.root
     for i, name in enumerate(names):
         last = i == len(names) - 1
         func = next((f for lvl in scope.mro() if (f := lvl.funcs.get(name)) and last), None)
         if func is not None:
-            return _func_requirement(scope, func, tid.case, walk, display)
+            return _func_requirement(scope, func, tid.case, walk, tid.path)
         cls = scope.classes.get(name)
         if cls is None:
             kind = "test" if last else "class"
             walk.warnings.append(
-                f"{kind} {name} not found in {display}; using the markers of "
+                f"{kind} {name} not found in {tid.path}; using the markers of "
                 f"{scope.qualname or 'the module'}"
             )
             return _inherited(scope)
         scope = cls
-    return _scope_requirement(scope, walk, display)
+    return _scope_requirement(scope, walk, tid.path)

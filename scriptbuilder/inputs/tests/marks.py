@@ -201,15 +201,6 @@ def _id_part(node: ast.expr, argname: str, idx: int, helper: bool) -> str | None
     return f"{argname}{idx}"
 
 
-def _argnames(node: ast.expr | None) -> list[str] | None:
-    value = _literal(node)[1] if node is not None else None
-    if isinstance(value, str):
-        return [part.strip() for part in value.split(",") if part.strip()]
-    if isinstance(value, (list, tuple)) and all(isinstance(name, str) for name in value):
-        return list(value)
-    return None
-
-
 def parametrize_cases(mark: ast.expr, module: TestModule) -> list[Case] | None:
     """The cases of a parametrize mark, or None when ``mark`` is not one."""
     if not isinstance(mark, ast.Call):
@@ -220,7 +211,13 @@ def parametrize_cases(mark: ast.expr, module: TestModule) -> list[Case] | None:
         return None
     args = list(mark.args)
     kwargs = {kw.arg: kw.value for kw in mark.keywords if kw.arg}
-    argnames = _argnames(args[0] if args else kwargs.get("argnames"))
+    node = args[0] if args else kwargs.get("argnames")
+    names = _literal(node)[1] if node is not None else None
+    argnames: list[str] | None = None
+    if isinstance(names, str):
+        argnames = [part.strip() for part in names.split(",") if part.strip()]
+    elif isinstance(names, (list, tuple)) and all(isinstance(name, str) for name in names):
+        argnames = list(names)
     values = _resolve_list(args[1] if len(args) > 1 else kwargs.get("argvalues"), module)
     if argnames is None or values is None:
         return [Case(None, [], 0)]
@@ -289,15 +286,6 @@ def _evaluate(node: ast.expr, names: set[str]) -> bool:
     raise ValueError(ast.unparse(node))
 
 
-def _expression(text: str) -> ast.expr | None:
-    try:
-        tree = ast.parse(text, mode="eval").body
-        _evaluate(tree, set())
-    except (SyntaxError, ValueError):
-        return None
-    return tree
-
-
 _WORD = re.compile(r"\s*(\(|\)|[^\s()]+)")
 
 
@@ -314,8 +302,12 @@ def expression_filter(expr: str, keywords: bool) -> Select | None:
             words.append(token.lower() if keywords else token)
         else:
             return None
-    tree = _expression(" ".join(text) or "_")
-    if tree is None or not words:
+    try:
+        tree = ast.parse(" ".join(text) or "_", mode="eval").body
+        _evaluate(tree, set())
+    except (SyntaxError, ValueError):
+        return None
+    if not words:
         return None
 
     def match(names: set[str]) -> bool:

@@ -76,14 +76,7 @@ class PytestCommand:
 
 
 def is_perf_sanity(test_cmd: str) -> bool:
-    """True when the command runs a perf-sanity test."""
     return any(marker in test_cmd for marker in _PERF_SANITY_MARKERS)
-
-
-def _join_cwd(current: str | None, new: str) -> str | None:
-    if not posixpath.isabs(new):
-        new = _CWD_PREFIX.sub("", new)  # "$LLM_ROOT/tests/x" -> "tests/x"
-    return posixpath.normpath(posixpath.join(current or "", new)) if new else current
 
 
 def _parse_selector(word: str, cwd: str | None, folders: bool) -> TestId | None:
@@ -122,7 +115,10 @@ def parse_command(test_cmd: str) -> PytestCommand:
     for words, is_pytest in zip(groups, runs_pytest, strict=True):
         if words[0] == "cd":
             has_cd = True
-            cwd = _join_cwd(cwd, words[1]) if len(words) > 1 else cwd
+            new = words[1] if len(words) > 1 else ""
+            if not posixpath.isabs(new):
+                new = _CWD_PREFIX.sub("", new)  # "$LLM_ROOT/tests/x" -> "tests/x"
+            cwd = posixpath.normpath(posixpath.join(cwd or "", new)) if new else cwd
             continue
         if any(runs_pytest) and not is_pytest:
             continue
