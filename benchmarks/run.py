@@ -352,7 +352,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     missed = [f"{r.name}: {r.result} (guard {r.guard})" for r in rows if r.ok is False]
     for line in missed:
         print(f"guard missed: {line}", file=sys.stderr)
-    return 1 if missed else 0
+    # The smoke run in CI reports misses; the full run on a quiet machine judges them.
+    return 1 if missed and not args.smoke else 0
 
 
 if __name__ == "__main__":
