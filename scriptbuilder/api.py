@@ -2,8 +2,9 @@
 
 A build follows the procedure: the request and its context (the Slurm environment,
 an earlier job_spec.json), the image (Step 1), the mounts (Step 2), the Slurm
-parameters, the route (:mod:`scriptbuilder.job.route`), then the
-:class:`~scriptbuilder.job.builder.JobBuilder`.
+parameters, the route (:mod:`scriptbuilder.job.route`), then the job on that route
+(:mod:`scriptbuilder.job.assemble`, whose scripts
+:class:`~scriptbuilder.job.builder.JobBuilder` composes).
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from scriptbuilder.inputs.command_check import check_request
 from scriptbuilder.inputs.earlier_job_spec import JOB_SPEC, read_earlier_job_spec
 from scriptbuilder.inputs.remote_home import Runner
 from scriptbuilder.inputs.slurm_env import load_slurm_env
-from scriptbuilder.job.builder import JobBuilder
+from scriptbuilder.job.assemble import assemble
 from scriptbuilder.job.route import choose_route
-from scriptbuilder.models import BuildRequest
 from scriptbuilder.models.messages import validated
+from scriptbuilder.models.request import BuildRequest
 from scriptbuilder.outputs.built_job import BuiltJob, OutputFile, SubmitRun
 from scriptbuilder.resolution.context import Context, EnvInfo
 from scriptbuilder.resolution.image import resolve_image
@@ -113,7 +114,7 @@ def build(
         ctx.trace.chose("slurm_env", path, rule)
     image, mounts = resolve_image(ctx), resolve_mounts(ctx)
     target = resolve_slurm_target(ctx) if ctx.is_slurm else None
-    return JobBuilder.job(ctx, choose_route(ctx, image, mounts, target))
+    return assemble(ctx, choose_route(ctx, image, mounts, target))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from scriptbuilder.models import BuildOutcome
+from scriptbuilder.models.build_result import BuildOutcome
 from tests.build_env import BuildEnv
 from tests.test_build_many import own_work_dir, sweep_file
 from tests.test_build_stops import run_cli, snapshot_tree

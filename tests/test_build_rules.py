@@ -471,7 +471,7 @@ def test_docker_fields(build_env: BuildEnv) -> None:
 def test_job_spec_validates_against_published_schema(build_env: BuildEnv, workflow: str) -> None:
     import jsonschema
 
-    from scriptbuilder.models import JobSpec
+    from scriptbuilder.models.job_spec import JobSpec
 
     data = spec(build_env.build(build_env.request(workflow)))
     jsonschema.validate(data, JobSpec.model_json_schema())

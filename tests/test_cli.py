@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 import yaml
 
+from scriptbuilder.cli import lifecycle
+from scriptbuilder.cli.build import LIFECYCLE_COMMANDS
 from tests.build_env import BuildEnv
 from tests.test_build_stops import run_cli
 
@@ -131,7 +134,17 @@ def test_console_scripts_and_module_entry_points(tmp_path: Path) -> None:
         text=True,
         check=False,
     )
-    assert proc.returncode == 0 and "build" in proc.stdout and "schema" in proc.stdout
+    assert proc.returncode == 0
+    listed = [line.split()[0] for line in proc.stdout.split("Commands:")[1].splitlines() if line]
+    assert listed == ["build", "cancel", "release", "schema", "status", "submit", "watch"]
+
+
+def test_the_lifecycle_commands_are_the_ones_listed() -> None:
+    """``scriptbuilder`` lists the job's-life commands before their module loads: the
+    names it lists are the commands that module adds."""
+    group = click.Group()
+    lifecycle.register(group)
+    assert sorted(group.commands) == sorted(LIFECYCLE_COMMANDS)
 
 
 def test_env_info_file_supplies_arch_and_models(build_env: BuildEnv, tmp_path: Path) -> None:

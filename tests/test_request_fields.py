@@ -11,8 +11,8 @@ import pytest
 from pydantic import ValidationError
 
 from scriptbuilder.errors import BuildError
-from scriptbuilder.models import BuildRequest
 from scriptbuilder.models.fields import ONE_LINE_PATTERN
+from scriptbuilder.models.request import BuildRequest
 from tests.build_env import BuildEnv
 from tests.test_build_stops import run_cli
 

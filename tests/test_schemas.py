@@ -8,15 +8,17 @@ from typing import Any
 
 import pytest
 
-from scriptbuilder import models
 from scriptbuilder.errors import BuildError
+from scriptbuilder.models import schemas
 from scriptbuilder.models.messages import validated
+from scriptbuilder.models.request import BuildRequest
+from scriptbuilder.models.slurm_env import SlurmEnv
 from tests.build_env import SLURM_ENV, BuildEnv
 
 
 def request_error(data: dict[str, Any]) -> str:
     with pytest.raises(BuildError) as err:
-        validated(models.BuildRequest, data, "request field", "fix its value")
+        validated(BuildRequest, data, "request field", "fix its value")
     return str(err.value)
 
 
@@ -48,7 +50,7 @@ def test_request_refusals_name_the_field(changes: dict[str, Any], message: str) 
 
 
 def test_multi_line_commands_are_accepted() -> None:
-    req = models.BuildRequest.model_validate(
+    req = BuildRequest.model_validate(
         {"workflow_type": "custom", "work_dir": "/w", "custom_cmd": "echo a\necho b\r\n"}
     )
     assert req.custom_cmd == "echo a\necho b\r\n"
@@ -83,15 +85,15 @@ def test_slurm_env_null_means_not_known() -> None:
         "remote_cwd": None,
         "mfa_style": None,
     }
-    env = models.SlurmEnv.model_validate(nulls)
+    env = SlurmEnv.model_validate(nulls)
     assert (env.accounts, env.errors, env.mounts, env.pmix.available) == ([], [], [], [])
     assert not env.partitions[0].requires_gres
-    schema = models.SlurmEnv.model_json_schema()
+    schema = SlurmEnv.model_json_schema()
     assert {"type": "null"} in schema["properties"]["mounts"]["anyOf"]
 
 
 def test_slurm_env_keeps_unknown_keys() -> None:
-    env = models.SlurmEnv.model_validate(SLURM_ENV)
+    env = SlurmEnv.model_validate(SLURM_ENV)
     assert env.partitions[0].name == "gpu"
     assert env.model_dump()["probe_extra"] == SLURM_ENV["probe_extra"]
 
@@ -99,7 +101,7 @@ def test_slurm_env_keeps_unknown_keys() -> None:
 def test_slurm_env_union_refusal_is_one_problem() -> None:
     env = {"partitions": [{"name": "p", "nodes": 1.5}]}
     with pytest.raises(BuildError) as err:
-        validated(models.SlurmEnv, env, "slurm_env_file x: field", "fix the probe output")
+        validated(SlurmEnv, env, "slurm_env_file x: field", "fix the probe output")
     assert str(err.value) == (
         "slurm_env_file x: field 'partitions.0.nodes': expected a string or an integer, "
         "got 1.5; fix the probe output"
@@ -125,6 +127,6 @@ def test_job_spec_document_refuses_unknown_fields() -> None:
         job_spec_document(workflow_type="custom", bogus=1)
 
 
-@pytest.mark.parametrize("name", list(models.SCHEMAS))
+@pytest.mark.parametrize("name", list(schemas.SCHEMAS))
 def test_json_schema_is_the_models(name: str) -> None:
-    assert json.loads(models.json_schema(name)) == models.SCHEMAS[name].model_json_schema()
+    assert json.loads(schemas.json_schema(name)) == schemas.SCHEMAS[name].model_json_schema()

@@ -15,16 +15,33 @@ import click
 
 from scriptbuilder.api import BuiltJob, build
 from scriptbuilder.cli.group import Group, fail, os_error_message, write_out
-from scriptbuilder.cli.lifecycle import register as register_lifecycle
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.env_info import FileEnvInfo
 from scriptbuilder.inputs.request_file import MAX_REQUEST_BYTES, parse_json, read_request
-from scriptbuilder.models import json_schema
 from scriptbuilder.models.build_result import BuildOutcome, TraceEntry
+from scriptbuilder.models.schemas import json_schema
 from scriptbuilder.resolution.secrets import mask_data
 from scriptbuilder.version import __version__
 
 PROG = "scriptbuilder"
+#: The commands of the job's life after the build (:mod:`scriptbuilder.cli.lifecycle`).
+LIFECYCLE_COMMANDS = ("submit", "status", "watch", "cancel", "release")
+
+
+class Commands(Group):
+    """``scriptbuilder``'s commands. Those of the job's life load their module when
+    one of them is asked for, so that a build does not load what only a submitted
+    job needs."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LIFECYCLE_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in LIFECYCLE_COMMANDS and cmd_name not in self.commands:
+            from scriptbuilder.cli import lifecycle  # on first use: see the class docstring
+
+            lifecycle.register(self)
+        return super().get_command(ctx, cmd_name)
 
 
 def _env_info(path: str | None) -> FileEnvInfo | None:
@@ -124,7 +141,7 @@ def _sweep_job(line: bytes, info: FileEnvInfo | None) -> BuiltJob:
 
 
 @click.group(
-    cls=Group,
+    cls=Commands,
     name=PROG,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
@@ -200,9 +217,6 @@ def schema_command(which: str) -> None:
     """Print the JSON Schema of a request, slurm_env.json, job_spec.json or a build
     result (build --json, a --many line)."""
     write_out(json_schema(which))
-
-
-register_lifecycle(cli)  # submit, status, watch, cancel, release
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -34,7 +34,7 @@ from scriptbuilder.inputs.image_ref import enroot_form
 from scriptbuilder.inputs.shellwords import ShellSyntaxError, split_top_level
 from scriptbuilder.inputs.slurm_time import check_time_limit
 from scriptbuilder.job.builder import JobBuilder
-from scriptbuilder.models.request import DEFAULT_SECRET_PATTERNS
+from scriptbuilder.models.defaults import DEFAULT_SECRET_PATTERNS
 from scriptbuilder.outputs.atomic import stage, write_error
 from scriptbuilder.resolution.mpi import step_mpi
 from scriptbuilder.resolution.secrets import secret_assignments

@@ -17,7 +17,7 @@ from scriptbuilder.script.render import RESERVED
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from scriptbuilder.models import BuildRequest
+    from scriptbuilder.models.request import BuildRequest
 
 #: Linux refuses a single argument (or environment string) longer than
 #: MAX_ARG_STRLEN = 128 KiB, terminating NUL included.

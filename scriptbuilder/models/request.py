@@ -7,12 +7,11 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, StringConstraints
 from pydantic_core import PydanticCustomError
 
+from scriptbuilder.models.defaults import DEFAULT_SECRET_PATTERNS
 from scriptbuilder.models.fields import OneLine, Text
 
 WorkflowType = Literal["pytest", "eval", "bench", "custom", "perf_sanity", "benchmark"]
 ExecutionScenario = Literal["local_docker", "local_slurm", "remote_slurm"]
-#: Names (shell wildcards, any letter case) whose custom_env values are secret, by default.
-DEFAULT_SECRET_PATTERNS = ("*TOKEN*", "*SECRET*", "*PASSWORD*", "*KEY*")
 #: ``1h``, ``30m``, ``3600s`` or ``HH:MM:SS``, as the orchestrator writes it.
 Duration = Annotated[
     str, StringConstraints(pattern=r"^([0-9]+[hms]|[0-9]+:[0-5][0-9]:[0-5][0-9])$")

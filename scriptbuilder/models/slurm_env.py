@@ -9,6 +9,8 @@ from typing import Annotated, Any, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 T = TypeVar("T")
+#: The probe's error when sinfo/squeue are not installed (its other fields are then unknown).
+CLIENT_TOOLS_MISSING = "SLURM client tools not found"
 
 
 def _null_is_empty(value: Any) -> Any:
@@ -32,6 +34,19 @@ class Partition(BaseModel):
     gres: str | None = None
     gpus_per_node: int | None = None
     requires_gres: bool | None = Field(False, description="null: not known (read as false).")
+
+    @property
+    def gpu_gres(self) -> bool:
+        """``gres`` starts with ``gpu:`` (``gpu:8``, ``gpu:4(IDX:0-3)``, ``gpu:a100:8``)."""
+        return bool(self.gres and self.gres.startswith("gpu:"))
+
+    @property
+    def gres_gpus(self) -> int | None:
+        """The GPU count written in ``gres``: the last ``:``-field before any ``(``."""
+        if not self.gpu_gres:
+            return None
+        count = (self.gres or "").split("(", 1)[0].rsplit(":", 1)[-1]
+        return int(count) if count.isdecimal() else None
 
 
 class Pmix(BaseModel):
@@ -63,3 +78,10 @@ class SlurmEnv(BaseModel):
     slurm_user: str | None = None
     remote_cwd: str | None = None
     mfa_style: bool | None = None
+
+    def partition(self, name: str) -> Partition | None:
+        return next((p for p in self.partitions if p.name == name), None)
+
+    @property
+    def client_tools_missing(self) -> bool:
+        return any(CLIENT_TOOLS_MISSING.lower() in e.lower() for e in self.errors)

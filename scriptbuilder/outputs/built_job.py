@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scriptbuilder.models import JobSpec
+from scriptbuilder.models.job_spec import JobSpec
 from scriptbuilder.outputs.atomic import publishing, write_atomic
 from scriptbuilder.outputs.job_spec import job_spec_json, with_hashes
 from scriptbuilder.outputs.submit import run_submit
@@ -15,7 +15,7 @@ from scriptbuilder.resolution.secrets import mask
 from scriptbuilder.script.render import quote_literal
 
 if TYPE_CHECKING:
-    from scriptbuilder.models import BuildRequest
+    from scriptbuilder.models.request import BuildRequest
     from scriptbuilder.resolution.trace import TraceRecord
 
 

@@ -10,8 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scriptbuilder.errors import BuildError
-from scriptbuilder.models import JobSpec
-from scriptbuilder.models.job_spec import PASS_THROUGH
+from scriptbuilder.models.job_spec import PASS_THROUGH, JobSpec
 from scriptbuilder.resolution.context import Context
 
 #: Fields the builder owns: a stale value from an earlier file never survives.

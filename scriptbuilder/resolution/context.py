@@ -6,11 +6,14 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scriptbuilder.inputs.remote_home import Runner, run_ssh
-from scriptbuilder.models import BuildRequest, SlurmEnv
 from scriptbuilder.resolution.trace import Trace
+
+if TYPE_CHECKING:
+    from scriptbuilder.models.request import BuildRequest
+    from scriptbuilder.models.slurm_env import SlurmEnv
 
 
 class EnvInfo(Protocol):

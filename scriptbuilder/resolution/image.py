@@ -11,7 +11,6 @@ from scriptbuilder.inputs.image_tags import (
     normalize_arch,
     read_properties,
 )
-from scriptbuilder.inputs.slurm_env import client_tools_missing, find_partition
 from scriptbuilder.resolution.context import Context
 
 #: ``device_type`` prefixes of Grace-based (aarch64) systems: GB200, GB300, GH200.
@@ -21,11 +20,11 @@ GRACE_PREFIXES = ("GB", "GH")
 def resolve_arch(ctx: Context) -> str:
     """``uname -m`` for local_docker; the partition's arch for Slurm, with the fallbacks."""
     req, env = ctx.request, ctx.slurm_env
-    part = find_partition(env, req.partition or "") if env else None
+    part = env.partition(req.partition or "") if env else None
     device = (req.device_type or "").strip()
     if not ctx.is_slurm:
         arch, rule = ctx.machine(), "uname -m (local_docker)"
-    elif env is not None and not client_tools_missing(env) and part and part.arch:
+    elif env is not None and not env.client_tools_missing and part and part.arch:
         arch, rule = part.arch, f"slurm_env partition {part.name}"
     elif device.upper().startswith(GRACE_PREFIXES):
         # Grace Blackwell / Grace Hopper nodes are Arm, as case-executor decides

@@ -14,7 +14,7 @@ from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.shellwords import ShellSyntaxError, tokenize
 
 if TYPE_CHECKING:
-    from scriptbuilder.models import BuildRequest
+    from scriptbuilder.models.request import BuildRequest
 
 SHOWN = "***"
 

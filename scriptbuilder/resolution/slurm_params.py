@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from scriptbuilder.errors import BuildError
-from scriptbuilder.inputs.slurm_env import (
-    client_tools_missing,
-    find_partition,
-    gres_gpus,
-    uses_gpu_gres,
-)
 from scriptbuilder.inputs.slurm_time import checked_minutes, time_limit_minutes
-from scriptbuilder.models import Partition
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mpi import BARE_PMIX
+
+if TYPE_CHECKING:
+    from scriptbuilder.models.slurm_env import Partition
 
 DEFAULT_TIME_LIMIT = "02:00:00"
 STEP_25 = "trtllm-case-executor did not run Step 2.5 before invoking the script builder"
@@ -40,7 +37,7 @@ def _partition_entry(ctx: Context, name: str, account: str) -> Partition | None:
     env = ctx.slurm_env
     if env is None:
         return None
-    entry = find_partition(env, name) if env.partitions else None
+    entry = env.partition(name) if env.partitions else None
     if env.partitions and entry is None:
         known = ", ".join(p.name for p in env.partitions)
         raise BuildError(
@@ -84,18 +81,18 @@ def resolve_slurm_target(ctx: Context) -> SlurmTarget:
             f"pending; pass time_limit at most {entry.time_limit}"
         )
     gpn = entry.gpus_per_node if entry else None
-    if entry and gpn is None and gres_gpus(entry):
-        gpn = trace.chose("gpus_per_node", gres_gpus(entry), f"gres {entry.gres} of {entry.name}")
+    if entry and gpn is None and entry.gres_gpus:
+        gpn = trace.chose("gpus_per_node", entry.gres_gpus, f"gres {entry.gres} of {entry.name}")
     elif gpn is not None:
         trace.chose("gpus_per_node", gpn, f"slurm_env partition {req.partition}")
     # pmix.preferred is not used on the fallback path (no probe, no client tools,
     # partition or its arch unknown)
     preferred = None
-    if env is not None and not client_tools_missing(env) and entry and entry.arch:
+    if env is not None and not env.client_tools_missing and entry and entry.arch:
         preferred = env.pmix.preferred
     rule = "slurm_env pmix.preferred" if preferred else "bare pmix (pmix.preferred unset)"
     plugin = trace.chose("mpi_plugin", preferred or BARE_PMIX, rule)
-    gpu_gres = bool(entry and uses_gpu_gres(entry))
+    gpu_gres = bool(entry and entry.gpu_gres)
     return SlurmTarget(req.partition, req.account, time_limit, gpn, gpu_gres, plugin)
 
 
