@@ -44,10 +44,6 @@ class EvalArgs:
     gpus_per_node: int | None
     model: FlagValue | None
 
-    @property
-    def world_size(self) -> int:
-        return self.tp_size * self.pp_size
-
 
 @dataclass(frozen=True)
 class BenchArgs:
@@ -59,10 +55,6 @@ class BenchArgs:
     pp: int
     model: FlagValue | None
     model_path: FlagValue | None
-
-    @property
-    def world_size(self) -> int:
-        return self.tp * self.pp
 
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")

@@ -106,7 +106,7 @@ def slurm_log_paths(script_text: str, submit_dir: str, job_id: str, name: str) -
 
 
 class RunRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     job_id: str
     scenario: str

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class TraceEntry(BaseModel):
     """One resolved value and the rule that chose it (a line of ``--explain``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     field: str
     value: Any = Field(description="The value chosen (a string, number, boolean or null).")
@@ -22,7 +22,7 @@ class BuildOutcome(BaseModel):
     and the warnings; or, when it was refused, the error and the exit status a
     single build would end with. Fields that do not apply are left out."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     line: int | None = Field(
         None, ge=1, description="build --many only: the request's line number in FILE."
