@@ -412,13 +412,16 @@ def simple_commands(tokens: Sequence[Token]) -> list[list[Token]]:
     return groups
 
 
-def split_top_level(command: str, op: str = "&&") -> list[str]:
+def split_top_level(
+    command: str, op: str = "&&", tokens: Sequence[Token] | None = None
+) -> list[str]:
     """The original text of each part of ``command`` between ``op`` operators that are
-    not quoted, substituted or inside a subshell or compound command (``""`` if empty)."""
+    not quoted, substituted or inside a subshell or compound command (``""`` if empty);
+    ``tokens`` are those of ``command`` when they have been read already."""
     parts: list[list[Token]] = [[]]
     stack: list[str] = []
     command_position = True
-    for token in tokenize(command):
+    for token in tokenize(command) if tokens is None else tokens:
         at_command = command_position
         if token.kind == "op":
             command_position = token.value in _CONTROL_OPS
