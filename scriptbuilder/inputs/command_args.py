@@ -194,7 +194,7 @@ def parse_bench_cmd(cmd: str) -> BenchArgs:
     ``trtllm-bench``, the model flags from the last one that has them (else any word)."""
     context = "bench_cmd"
     tokens = _tokens(cmd, context)
-    texts = split_top_level(cmd, "&&")
+    texts = split_top_level(cmd, "&&", tokens)
     if len(texts) > 2:
         raise CommandArgError(
             f"{context}: more than one top-level '&&' ({len(texts) - 1} found); split prepare "

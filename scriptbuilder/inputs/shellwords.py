@@ -28,17 +28,20 @@ class Token:
     literal: bool = True
 
 
-# Longest first, so that the first match is the one bash takes.
+# Longest first, so that the first alternative that matches is the one bash takes.
 _OPERATORS = (
     ";;&", "<<<", "<<-", "&>>",
     "&&", "||", ";;", ";&", "|&", ">>", "<<", "<&", ">&", "<>", ">|", "&>",
     "&", "|", ";", "(", ")", "<", ">",
 )  # fmt: skip
+_OPERATOR = re.compile("|".join(map(re.escape, _OPERATORS)))
 _METACHARS = frozenset(" \t\n;&|()<>")
 _BLANKS = frozenset(" \t")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FD_REDIRECT = re.compile(r"[0-9]+(?=[<>])")
 _SPECIAL_PARAMS = frozenset("@*#?$!-0123456789")
+# The characters that end a word or start a quote or an expansion in it.
+_WORD_SPECIAL = re.compile(r"[ \t\n;&|()<>\\'\"$`]")
 # Placeholder for a quoted (or expanded) character in a word's shape.
 _Q = "\x00"
 _GLOB_BRACKET = re.compile(r"\[.+?\]", re.DOTALL)
@@ -296,10 +299,12 @@ class _Lexer:
                 i, lit = self.expansion(i, value)
                 shape.append(_Q)
                 literal = literal and lit
-            else:
-                value.append(c)
-                shape.append(c)
-                i += 1
+            else:  # ordinary characters, up to the next one handled above
+                special = _WORD_SPECIAL.search(s, i + 1)
+                end = special.start() if special else n
+                value.append(s[i:end])
+                shape.append(s[i:end])
+                i = end
         if literal:
             literal = not _expands("".join(shape))
         return Token("".join(value), start, i, "word", literal), i
@@ -344,7 +349,8 @@ class _Lexer:
             op_start = i
             fd = _FD_REDIRECT.match(s, i)
             j = fd.end() if fd else i
-            op = next((o for o in _OPERATORS if s.startswith(o, j)), None)
+            found = _OPERATOR.match(s, j)
+            op = found.group() if found else None
             is_procsub = op in ("<", ">") and s.startswith("(", j + 1)
             if op is not None and not is_procsub and (fd is None or op[0] in "<>"):
                 i = j + len(op)
@@ -412,13 +418,16 @@ def simple_commands(tokens: Sequence[Token]) -> list[list[Token]]:
     return groups
 
 
-def split_top_level(command: str, op: str = "&&") -> list[str]:
+def split_top_level(
+    command: str, op: str = "&&", tokens: Sequence[Token] | None = None
+) -> list[str]:
     """The original text of each part of ``command`` between ``op`` operators that are
-    not quoted, substituted or inside a subshell or compound command (``""`` if empty)."""
+    not quoted, substituted or inside a subshell or compound command (``""`` if empty);
+    ``tokens`` are those of ``command`` when they have been read already."""
     parts: list[list[Token]] = [[]]
     stack: list[str] = []
     command_position = True
-    for token in tokenize(command):
+    for token in tokenize(command) if tokens is None else tokens:
         at_command = command_position
         if token.kind == "op":
             command_position = token.value in _CONTROL_OPS

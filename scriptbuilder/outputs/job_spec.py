@@ -25,11 +25,15 @@ def job_spec_document(**fields: Any) -> dict[str, Any]:
     own copy of them); fields whose value is None are left out."""
     if unknown := fields.keys() - JobSpec.model_fields.keys():
         raise TypeError(f"not job_spec fields: {sorted(unknown)}")
-    defaults = {
-        name: None if info.is_required() else info.get_default(call_default_factory=True)
-        for name, info in JobSpec.model_fields.items()
-    }
-    return {name: v for name, d in defaults.items() if (v := fields.get(name, d)) is not None}
+    doc = {}
+    for name, info in JobSpec.model_fields.items():
+        if name in fields:
+            value = fields[name]
+        else:
+            value = None if info.is_required() else info.get_default(call_default_factory=True)
+        if value is not None:
+            doc[name] = value
+    return doc
 
 
 def _pass_through(ctx: Context) -> dict[str, Any]:

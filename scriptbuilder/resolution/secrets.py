@@ -64,7 +64,10 @@ def mask(text: str, secrets: tuple[str, ...]) -> str:
 
 
 def mask_data(value: Any, secrets: tuple[str, ...]) -> Any:
-    """``value`` (JSON-like data) with every string masked."""
+    """``value`` (JSON-like data) with every string masked (``value`` itself when
+    there is no secret)."""
+    if not secrets:
+        return value
     if isinstance(value, str):
         return mask(value, secrets)
     if isinstance(value, dict):

@@ -57,10 +57,15 @@ def _option(name: str, value: str) -> tree.SrunOption:
     return tree.SrunOption(name, tree.Word.literal(value))
 
 
+_LABEL_OUTPUT = tree.SrunOption("-l")
+_KILL_ON_BAD_EXIT = tree.SrunOption("--kill-on-bad-exit", tree.Word.literal("1"))
+_CLEAR_MPI_ENV = tree.ClearEnv(MPI_ENV_PREFIXES, MPI_ENV_KEEP)
+
+
 def _srun(step: Step, container: Container) -> tree.Srun:
     shape = step.shape
     options = (
-        tree.SrunOption("-l"),
+        _LABEL_OUTPUT,
         _option("--nodes", str(shape.nodes)),
         _option("--ntasks", str(shape.ntasks)),
         _option("--ntasks-per-node", str(shape.ntasks_per_node)),
@@ -69,10 +74,9 @@ def _srun(step: Step, container: Container) -> tree.Srun:
         _option("--container-name", container.name),
         _option("--container-mounts", container.mounts),
         _option("--container-workdir", container.workdir),
-        tree.SrunOption("--kill-on-bad-exit", tree.Word.of("1")),
+        _KILL_ON_BAD_EXIT,
     )
-    clear = tree.ClearEnv(MPI_ENV_PREFIXES, MPI_ENV_KEEP)
-    script = tree.ScriptText((clear, *step.body) if step.clear_mpi_env else step.body)
+    script = tree.ScriptText((_CLEAR_MPI_ENV, *step.body) if step.clear_mpi_env else step.body)
     args = [tree.to_word(a) for a in step.args]
     return tree.Srun(
         options, tree.Command.of("bash", "-c", tree.Word((script,)), "step", *args), background=True
@@ -94,22 +98,34 @@ _STARTED = _echo(
 _FINISHED = _echo("Job ", _JOB_ID, " finished at ", _DATE, " with exit code ", tree.Var(STATUS))
 
 
+_STATUS = tree.Word.of(tree.Var(STATUS))
+_EARLIER_STEPS_OK = tree.Command.of("[", _STATUS, "-eq", "0", "]")
+#: After the step's srun: wait for it, keep its exit code, forget its pid.
+_WAIT_FOR_STEP = (
+    tree.Assign(time_limit.STEP_PID, tree.Word.of(tree.Var("!"))),
+    tree.Run(tree.Command.of("wait", tree.Word.of(tree.Var(time_limit.STEP_PID)))),
+    tree.Assign(STATUS, tree.Word.of(tree.Var("?"))),
+    tree.Assign(time_limit.STEP_PID, tree.Word.literal("")),
+)
+
+
 def _step_block(step: Step, container: Container, banner: str) -> tree.If:
     """Runs when every step before succeeded: names the step, prints its banner,
     runs it and keeps its exit code."""
     return tree.If(
-        tree.Command.of("[", tree.Word.of(tree.Var(STATUS)), "-eq", "0", "]"),
+        _EARLIER_STEPS_OK,
         (
             tree.Comment(step.label),
             tree.Assign(time_limit.STEP, tree.Word.literal(step.label)),
             tree.Run(tree.Command.of("printf", PRINT_LINE, banner)),
             _srun(step, container),
-            tree.Assign(time_limit.STEP_PID, tree.Word.of(tree.Var("!"))),
-            tree.Run(tree.Command.of("wait", tree.Word.of(tree.Var(time_limit.STEP_PID)))),
-            tree.Assign(STATUS, tree.Word.of(tree.Var("?"))),
-            tree.Assign(time_limit.STEP_PID, tree.Word.of("")),
+            *_WAIT_FOR_STEP,
         ),
     )
+
+
+_NO_STEP_FAILED = tree.Assign(STATUS, tree.Word.literal("0"))
+_EXIT = tree.Exit(_STATUS)
 
 
 @dataclass(frozen=True)
@@ -136,14 +152,14 @@ class SlurmScenario(Scenario):
             body.append(tree.Export(name, tree.Word.literal(value)))
         if warning is not None:
             body += [_BLANK, *time_limit.setup(limit, warning, _FINISHED)]
-        body += [_BLANK, _STARTED, tree.Assign(STATUS, tree.Word.of("0"))]
+        body += [_BLANK, _STARTED, _NO_STEP_FAILED]
         for step in plan.steps:
             banner = step_banner(step, self.secrets)
             body += [_BLANK, _step_block(step, self.container, banner)]
         body.append(_BLANK)
         if warning is not None:
             body += time_limit.TEARDOWN
-        body += [_FINISHED, tree.Exit(tree.Word.of(tree.Var(STATUS)))]
+        body += [_FINISHED, _EXIT]
         return tree.SbatchScript(
             directives=_directives(self.allocation, warning),
             header=tuple(tree.Comment(line) for line in self.header),

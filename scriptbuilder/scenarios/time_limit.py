@@ -60,6 +60,33 @@ def _kill_quietly(name: str) -> If:
     return If(Command.of("[", "-n", Word.of(Var(name, "")), "]"), (kill,))
 
 
+_KILL_STEP = _kill_quietly(STEP_PID)
+_KILL_TIMER = _kill_quietly(_TIMER)
+_TRAP = Trap((Run(Command.of(_HANDLER)),), (SIGNAL,))
+#: Sleeps for its argument, then signals the script (stopped by TERM, the sleep with it).
+_TIMER_FUNCTION = Function(
+    _TIMER_FN,
+    (
+        Trap((Run(Command.of("kill", Word.of(Var("!")))), Exit(Word.of("0"))), ("TERM",)),
+        Run(Command.of("sleep", Word.of(Var("1"))), background=True),
+        Run(Command.of("wait", Word.of(Var("!")))),
+        Run(Command.of("kill", f"-{SIGNAL}", Word.of(Var("$")))),
+    ),
+)
+_JOB_END = Var("SLURM_JOB_END_TIME")
+_JOB_END_KNOWN = Command.of("[", "-n", Word.of(Var(_JOB_END.name, "")), "]")
+_NOW = Subst(Command.of("date", "+%s"))
+_START_TIMER = (
+    Run(
+        Command.of(_TIMER_FN, Word.of(Var("warn_in"))),
+        (Redirect("<", _DEV_NULL), Redirect(">", _DEV_NULL), Redirect("2>", _DEV_NULL)),
+        background=True,
+    ),
+    Assign(_TIMER, Word.of(Var("!"))),
+)
+_OUTSIDE_SBATCH = Command.of("[", Word.of(Var("ENVIRONMENT", "")), "!=", "BATCH", "]")
+
+
 def setup(time_limit: str, warning: int, closing: Run) -> tuple[Statement, ...]:
     """The trap and its function, then (outside sbatch: ``ENVIRONMENT`` is ``BATCH``
     only there) a background timer that sleeps, then signals this shell."""
@@ -72,40 +99,24 @@ def setup(time_limit: str, warning: int, closing: Run) -> tuple[Statement, ...]:
     body = (
         Run(Command.of("echo", reached)),
         Assign("rc", Word.of(str(TIMEOUT_STATUS))),
-        _kill_quietly(STEP_PID),
-        _kill_quietly(_TIMER),
+        _KILL_STEP,
+        _KILL_TIMER,
         closing,
         Exit(Word.of(Var("rc"))),
     )
-    function = Function(
-        _TIMER_FN,
-        (
-            Trap((Run(Command.of("kill", Word.of(Var("!")))), Exit(Word.of("0"))), ("TERM",)),
-            Run(Command.of("sleep", Word.of(Var("1"))), background=True),
-            Run(Command.of("wait", Word.of(Var("!")))),
-            Run(Command.of("kill", f"-{SIGNAL}", Word.of(Var("$")))),
-        ),
-    )
-    now = Subst(Command.of("date", "+%s"))
     limit_seconds = 60 * (time_limit_minutes(time_limit) or 0)
     delay = If(
-        Command.of("[", "-n", Word.of(Var("SLURM_JOB_END_TIME", "")), "]"),
-        (Assign("warn_in", Word.of(Difference(Var("SLURM_JOB_END_TIME"), (now, warning)))),),
+        _JOB_END_KNOWN,
+        (Assign("warn_in", Word.of(Difference(_JOB_END, (_NOW, warning)))),),
         (Assign("warn_in", Word.of(str(max(0, limit_seconds - warning)))),),
     )
-    start = Run(
-        Command.of(_TIMER_FN, Word.of(Var("warn_in"))),
-        (Redirect("<", _DEV_NULL), Redirect(">", _DEV_NULL), Redirect("2>", _DEV_NULL)),
-        background=True,
-    )
-    outside_sbatch = Command.of("[", Word.of(Var("ENVIRONMENT", "")), "!=", "BATCH", "]")
     return (
         Function(_HANDLER, body),
-        Trap((Run(Command.of(_HANDLER)),), (SIGNAL,)),
-        function,
-        If(outside_sbatch, (delay, start, Assign(_TIMER, Word.of(Var("!"))))),
+        _TRAP,
+        _TIMER_FUNCTION,
+        If(_OUTSIDE_SBATCH, (delay, *_START_TIMER)),
     )
 
 
 #: Ignores a late warning while the closing line is printed, then stops the timer.
-TEARDOWN = (Trap((), (SIGNAL,)), _kill_quietly(_TIMER))
+TEARDOWN = (Trap((), (SIGNAL,)), _KILL_TIMER)

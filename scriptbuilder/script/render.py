@@ -163,23 +163,25 @@ def _expansion(part: Var | Subst) -> str:
 
 def render_word(word: Word) -> str:
     """One word: bare or single-quoted when literal, else double-quoted."""
-    parts = word.parts
-    if parts == (_EXIT_STATUS,):  # a number, never split
-        return "$?"
-    text = _literal_text(parts)
+    text = _literal_text(word.parts)
     if text is not None:
         return quote_literal(text)
-    return '"' + _expanding_text(parts) + '"'
+    if word.parts == (_EXIT_STATUS,):  # a number, never split
+        return "$?"
+    return '"' + _expanding_text(word.parts) + '"'
 
 
 def render_command(command: Command) -> str:
     """The words of ``command``, quoting a first word bash would read as syntax."""
-    first = _literal_text(command.argv[0].parts)
-    if first is not None and ("=" in first or first in RESERVED or first.startswith("%")):
-        name = _single_quoted(first)
+    first, *rest = command.argv
+    text = _literal_text(first.parts)
+    if text is None:
+        name = render_word(first)
+    elif "=" in text or text in RESERVED or text.startswith("%"):
+        name = _single_quoted(text)
     else:
-        name = render_word(command.argv[0])
-    return " ".join([name, *map(render_word, command.argv[1:])])
+        name = quote_literal(text)
+    return " ".join([name, *map(render_word, rest)])
 
 
 def render_option(option: SrunOption) -> str:

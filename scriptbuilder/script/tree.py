@@ -77,7 +77,7 @@ class Word:
 
     @staticmethod
     def of(*items: str | Part) -> Word:
-        return Word(tuple([Lit(i) if isinstance(i, str) else i for i in items]))
+        return Word(tuple(Lit(i) if isinstance(i, str) else i for i in items))
 
     @staticmethod
     def literal(text: str) -> Word:
@@ -88,9 +88,9 @@ WordLike = str | Part | Word
 
 
 def to_word(value: WordLike) -> Word:
-    if isinstance(value, str):
-        return Word.literal(value)
-    return value if isinstance(value, Word) else Word((value,))
+    if isinstance(value, Word):
+        return value
+    return Word((Lit(value) if isinstance(value, str) else value,))
 
 
 @dataclass(frozen=True, slots=True)
