@@ -1,12 +1,8 @@
 """scriptbuilder: TensorRT-LLM test requests to Slurm batch scripts and job_spec.json.
 
-``scriptbuilder.build(request)``, ``scriptbuilder.build_many(requests)`` and
-``scriptbuilder.submit(work_dir)`` (the job after the build) are
-the Python API (see :mod:`scriptbuilder.api`).
-
-The API's modules load when one of these names is first used (PEP 562), so that
-each command line loads only what it runs: ``build_slurm_script`` renders a script
-from its flags and never needs the request models or the job's life after the build.
+The Python API: ``build(request)``, ``build_many(requests)`` (:mod:`scriptbuilder.api`)
+and ``submit(work_dir)`` (the job after the build). Their modules load when a name is
+first used (PEP 562), so a command line loads only what it runs.
 """
 
 from __future__ import annotations
@@ -32,7 +28,3 @@ def __getattr__(name: str) -> object:
 
         return submit
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])

@@ -1,19 +1,19 @@
 """The Python API: ``build(request) -> BuiltJob``, pure until ``BuiltJob.write()``.
 
-A build follows the procedure: the request and its context (the Slurm environment,
-an earlier job_spec.json), the image (Step 1), the mounts (Step 2), the Slurm
-parameters, the route (:mod:`scriptbuilder.job.route`), then the job on that route
-(:mod:`scriptbuilder.job.assemble`, whose scripts
-:class:`~scriptbuilder.job.builder.JobBuilder` composes).
+A build follows the procedure: the request and its context (slurm_env, an earlier
+job_spec.json), the image (Step 1), the mounts (Step 2), the Slurm parameters, the
+route (:mod:`.job.route`), then the job on it (:mod:`.job.assemble`).
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import posixpath
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from scriptbuilder.job.assemble import assemble
 from scriptbuilder.job.route import choose_route
 from scriptbuilder.models.messages import validated
 from scriptbuilder.models.request import BuildRequest
+from scriptbuilder.models.slurm_env import SlurmEnv
 from scriptbuilder.outputs.built_job import BuiltJob, OutputFile, SubmitRun
 from scriptbuilder.resolution.context import Context, EnvInfo
 from scriptbuilder.resolution.image import resolve_image
@@ -33,15 +34,9 @@ from scriptbuilder.resolution.mounts import resolve_mounts
 from scriptbuilder.resolution.slurm_params import resolve_slurm_target
 from scriptbuilder.scenarios.slurm import check_log_name_part
 
-__all__ = [
-    "BuildResult",
-    "BuiltJob",
-    "OutputFile",
-    "SubmitRun",
-    "build",
-    "build_many",
-    "load_request",
-]
+SlurmEnvReader = Callable[[str], tuple[SlurmEnv, dict[str, Any]]]
+__all__ = ["BuildResult", "BuiltJob", "OutputFile", "SubmitRun", "build", "build_many"]
+__all__ += ["load_request"]
 
 
 def load_request(data: Mapping[str, Any] | BuildRequest) -> BuildRequest:
@@ -63,9 +58,11 @@ def build(
     env_info: EnvInfo | None = None,
     clock: Callable[[], datetime] | None = None,
     ssh: Runner | None = None,
+    read_slurm_env: SlurmEnvReader = load_slurm_env,
 ) -> BuiltJob:
     """Resolve ``request`` into a script, a job spec and a report; reads input files
-    but writes nothing. ``ssh`` asks the remote home (:mod:`scriptbuilder.inputs.remote_home`)."""
+    but writes nothing. ``ssh`` asks the remote home (:mod:`scriptbuilder.inputs.remote_home`);
+    ``read_slurm_env`` reads slurm_env.json (build_many reads each file once)."""
     req = load_request(request)
     ctx = Context(
         request=req, env_info=env_info, environ=os.environ if environ is None else environ
@@ -109,7 +106,7 @@ def build(
     check_request(req)
     if ctx.is_slurm:
         path = req.slurm_env_file or posixpath.join(req.work_dir, "slurm_env.json")
-        ctx.slurm_env, ctx.slurm_env_raw = load_slurm_env(path)
+        ctx.slurm_env, ctx.slurm_env_raw = read_slurm_env(path)
         rule = "slurm_env_file" if req.slurm_env_file else "<work_dir>/slurm_env.json"
         ctx.trace.chose("slurm_env", path, rule)
     image, mounts = resolve_image(ctx), resolve_mounts(ctx)
@@ -139,11 +136,19 @@ def build_many(
     clock: Callable[[], datetime] | None = None,
 ) -> list[BuildResult]:
     """:func:`build` for every request, in order; a refused request's result carries
-    its :class:`BuildError` and the next is still built. Writes nothing."""
+    its :class:`BuildError` and the next is still built. Writes nothing; each
+    slurm_env.json is read once per call, and every job gets its own copy."""
+    read: dict[str, tuple[SlurmEnv, dict[str, Any]]] = {}
+
+    def slurm_env(path: str) -> tuple[SlurmEnv, dict[str, Any]]:
+        env, raw = read[path] if path in read else read.setdefault(path, load_slurm_env(path))
+        return env, copy.deepcopy(raw)
+
+    one = partial(build, environ=environ, machine=machine, env_info=env_info, clock=clock)
     results = []
     for index, request in enumerate(requests):
         try:
-            job = build(request, environ=environ, machine=machine, env_info=env_info, clock=clock)
+            job = one(request, read_slurm_env=slurm_env)
         except BuildError as exc:
             results.append(BuildResult(index, error=exc))
         else:

@@ -100,3 +100,15 @@ def test_changing_a_built_job_changes_no_later_build(build_env: BuildEnv, how: s
         _mutate(job, seen)
     assert changed[0].job_spec_data["slurm_env"] == "mutated"  # the change did happen
     assert [_outputs(job) for job in jobs()] == expected
+
+
+def test_jobs_of_one_build_many_share_no_slurm_env(build_env: BuildEnv) -> None:
+    """build_many reads a slurm_env.json its requests share once; each job still
+    gets its own copy of it."""
+    requests = _requests(build_env)[:2]
+    first, second = (r.job for r in scriptbuilder.build_many(requests, **OPTIONS))
+    assert first is not None and second is not None
+    assert first.job_spec_data["slurm_env"] == second.job_spec_data["slurm_env"]
+    before = repr(second.job_spec_data["slurm_env"])
+    _mutate(first.job_spec_data["slurm_env"], set())
+    assert repr(second.job_spec_data["slurm_env"]) == before

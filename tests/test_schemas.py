@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
+from scriptbuilder.cli.build import SCHEMAS
 from scriptbuilder.errors import BuildError
-from scriptbuilder.models import schemas
 from scriptbuilder.models.messages import validated
 from scriptbuilder.models.request import BuildRequest
 from scriptbuilder.models.slurm_env import SlurmEnv
 from tests.build_env import SLURM_ENV, BuildEnv
+from tests.test_build_stops import run_cli
 
 
 def request_error(data: dict[str, Any]) -> str:
@@ -127,6 +128,7 @@ def test_job_spec_document_refuses_unknown_fields() -> None:
         job_spec_document(workflow_type="custom", bogus=1)
 
 
-@pytest.mark.parametrize("name", list(schemas.SCHEMAS))
+@pytest.mark.parametrize("name", list(SCHEMAS))
 def test_json_schema_is_the_models(name: str) -> None:
-    assert json.loads(schemas.json_schema(name)) == schemas.SCHEMAS[name].model_json_schema()
+    code, out, _ = run_cli(["schema", name])
+    assert code == 0 and json.loads(out) == SCHEMAS[name].model_json_schema()

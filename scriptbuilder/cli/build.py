@@ -12,6 +12,7 @@ from functools import partial
 from pathlib import Path
 
 import click
+from pydantic import BaseModel
 
 from scriptbuilder.api import BuiltJob, build
 from scriptbuilder.cli.group import Group, fail, os_error_message, write_out
@@ -19,19 +20,27 @@ from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.env_info import FileEnvInfo
 from scriptbuilder.inputs.request_file import MAX_REQUEST_BYTES, parse_json, read_request
 from scriptbuilder.models.build_result import BuildOutcome, TraceEntry
-from scriptbuilder.models.schemas import json_schema
+from scriptbuilder.models.job_spec import JobSpec
+from scriptbuilder.models.request import BuildRequest
+from scriptbuilder.models.slurm_env import SlurmEnv
 from scriptbuilder.resolution.secrets import mask_data
 from scriptbuilder.version import __version__
 
 PROG = "scriptbuilder"
+#: ``scriptbuilder schema NAME`` -> the model.
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "request": BuildRequest,
+    "slurm-env": SlurmEnv,
+    "job-spec": JobSpec,
+    "build-result": BuildOutcome,
+}
 #: The commands of the job's life after the build (:mod:`scriptbuilder.cli.lifecycle`).
 LIFECYCLE_COMMANDS = ("submit", "status", "watch", "cancel", "release")
 
 
 class Commands(Group):
-    """``scriptbuilder``'s commands. Those of the job's life load their module when
-    one of them is asked for, so that a build does not load what only a submitted
-    job needs."""
+    """``scriptbuilder``'s commands; those of the job's life load their module when
+    one of them is asked for (a build does not need it)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *LIFECYCLE_COMMANDS})
@@ -212,11 +221,11 @@ def build_command(
 
 
 @cli.command("schema")
-@click.argument("which", type=click.Choice(["request", "slurm-env", "job-spec", "build-result"]))
+@click.argument("which", type=click.Choice(list(SCHEMAS)))
 def schema_command(which: str) -> None:
     """Print the JSON Schema of a request, slurm_env.json, job_spec.json or a build
     result (build --json, a --many line)."""
-    write_out(json_schema(which))
+    write_out(json.dumps(SCHEMAS[which].model_json_schema(), indent=2, ensure_ascii=False) + "\n")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

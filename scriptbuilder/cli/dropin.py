@@ -197,12 +197,9 @@ def common_options(command: Callable[..., None]) -> Callable[..., None]:
     return functools.reduce(lambda cmd, option: option(cmd), reversed(COMMON_OPTIONS), command)
 
 
-def _check_counts(opts: Opts) -> None:
-    check_counts(opts["nodes"], opts["ntasks"], nodes_field="--nodes", ntasks_field="--ntasks")
-
-
 def _emit(subcommand: str, workflow: Workflow, opts: Opts, *, private: bool = False) -> None:
     """Resolve the shared flags, build the tree, render it and write it out."""
+    check_counts(opts["nodes"], opts["ntasks"], nodes_field="--nodes", ntasks_field="--ntasks")
     if not opts["log_dir"]:
         if subcommand not in ("bench", "eval"):
             raise BuildError(f"--log-dir is required for {subcommand}; pass --log-dir <directory>")
@@ -307,7 +304,6 @@ def cli() -> None:
 @command_option("--test-cmd", check_command, "The pytest command line, run as written.")
 def pytest_command(**opts: Any) -> None:
     """A pytest run (single node)."""
-    _check_counts(opts)
     _emit("pytest", PytestWorkflow(opts["test_cmd"]), opts)
 
 
@@ -328,7 +324,6 @@ def pytest_command(**opts: Any) -> None:
 @click.option("--custom-workdir", help="Default: the container workdir.")
 def custom_command(**opts: Any) -> None:
     """A custom command."""
-    _check_counts(opts)
     workflow = CustomWorkflow(
         opts["custom_cmd"],
         custom_env=opts["custom_env"],
@@ -349,7 +344,6 @@ def custom_command(**opts: Any) -> None:
 )
 def bench_command(**opts: Any) -> None:
     """A trtllm-bench run (prepare-dataset step, then the benchmark)."""
-    _check_counts(opts)
     try:
         parts = split_top_level(opts["bench_cmd"], "&&")
     except ShellSyntaxError as exc:
@@ -373,7 +367,6 @@ def bench_command(**opts: Any) -> None:
 @command_option("--eval-cmd", check_command, "trtllm-eval command line, run as written.")
 def eval_command(**opts: Any) -> None:
     """A trtllm-eval run (single node)."""
-    _check_counts(opts)
     if opts["nodes"] > 1:
         raise BuildError(
             f"eval is single-node only (--nodes {opts['nodes']}); use --nodes 1, or the "

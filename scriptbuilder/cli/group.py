@@ -1,10 +1,8 @@
 """What the two command lines share: one-line errors and output written as bytes.
 
-:class:`Group` is a click group whose every failure ends in one line on
-standard error, ``<prog>: error: <message>``: a usage error or a refused value
-exits 2 (naming the subcommand's ``--help`` when it happened inside one), a
-:class:`BuildError` with its exit code, an OS error with 1 and the path, Ctrl-C
-or end of input with 1 ("aborted").
+:class:`Group`: every failure ends in one line, ``<prog>: error: <message>``: a
+usage error or a refused value exits 2 (naming the subcommand's ``--help``), a
+:class:`BuildError` with its exit code, an OS error or Ctrl-C with 1.
 
 :func:`write_out` writes generated text (scripts, job_spec.json) to a stream
 as UTF-8 bytes, unchanged: ``click.echo`` would strip ANSI escape sequences

@@ -6,10 +6,7 @@ import os
 from pathlib import Path
 
 # Architecture (as ``uname -m`` / Slurm report it, normalized) -> properties key.
-ARCH_KEYS: dict[str, str] = {
-    "aarch64": "LLM_SBSA_DOCKER_IMAGE",
-    "x86_64": "LLM_DOCKER_IMAGE",
-}
+ARCH_KEYS: dict[str, str] = {"aarch64": "LLM_SBSA_DOCKER_IMAGE", "x86_64": "LLM_DOCKER_IMAGE"}
 
 _ARCH_ALIASES = {
     "arm64": "aarch64", "aarch64": "aarch64", "sbsa": "aarch64",

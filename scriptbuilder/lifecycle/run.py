@@ -349,9 +349,5 @@ def _start(build: Build, transport: Transport, after: str | None, clock: Clock) 
     text = build.script.read_text(encoding="utf-8", errors="replace")
     out, err = slurm_log_paths(text, submit_dir, job_id, name)
     return dict(
-        job_id=job_id,
-        script_path=script,
-        submit_dir=submit_dir,
-        stdout_path=out,
-        stderr_path=err,
+        job_id=job_id, script_path=script, submit_dir=submit_dir, stdout_path=out, stderr_path=err
     )
