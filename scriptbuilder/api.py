@@ -13,7 +13,7 @@ import posixpath
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -138,10 +138,10 @@ def build_many(
     """:func:`build` for every request, in order; a refused request's result carries
     its :class:`BuildError` and the next is still built. Writes nothing; each
     slurm_env.json is read once per call, and every job gets its own copy."""
-    read: dict[str, tuple[SlurmEnv, dict[str, Any]]] = {}
+    read = cache(load_slurm_env)  # this call's only
 
     def slurm_env(path: str) -> tuple[SlurmEnv, dict[str, Any]]:
-        env, raw = read[path] if path in read else read.setdefault(path, load_slurm_env(path))
+        env, raw = read(path)
         return env, copy.deepcopy(raw)
 
     one = partial(build, environ=environ, machine=machine, env_info=env_info, clock=clock)
