@@ -1,5 +1,5 @@
 """slurm_env.json, the orchestrator's probe of the cluster, read with the
-:class:`~scriptbuilder.models.SlurmEnv` model; the raw object goes into job_spec.json.
+:class:`~scriptbuilder.models.slurm_env.SlurmEnv` model; the raw object goes into job_spec.json.
 """
 
 from __future__ import annotations
