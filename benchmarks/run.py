@@ -3,7 +3,7 @@
 Standard library only (plus scriptbuilder itself). ``python benchmarks/run.py``
 measures in about a minute; ``--smoke`` (CI) uses fewer runs and a smaller sweep
 and finishes in well under a minute. Both print every figure with its floor or
-ratio and exit 1, naming the measured numbers, when a guard is missed:
+ratio and name a missed guard; the full run then exits 1. The guards:
 
 * the drop-in (``build_slurm_script``, each subcommand) and ``scriptbuilder
   build`` each take at most 1.5x the time of ``python -c`` importing click,
@@ -15,7 +15,8 @@ Start-up commands run interleaved (one of each per round, the order rotating
 every round); a figure is the ratio of the medians. The floors ``python -c
 pass`` and ``python -c "import click, pydantic, yaml"`` are printed beside them.
 ``scriptbuilder build --many FILE`` over the sweep's requests, files written, is
-printed as a ratio to the in-process sweep.
+printed as a ratio to the in-process sweep. ``--instructions`` counts each start-up
+command once with valgrind's callgrind instead, the same figure on a busy machine.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -84,6 +86,7 @@ START_UP_LIMIT = 1.5
 SWEEP_MINIMUM = 1_000
 LIBRARIES = "import click, pydantic, yaml"
 ONE_MODEL = LIBRARIES + "\nclass M(pydantic.BaseModel):\n    x: int\nM(x=1)"
+MODEL_FLOOR = "model floor: the libraries + one pydantic model"
 
 
 @dataclass(frozen=True)
@@ -192,8 +195,12 @@ def _entry_point(name: str, module: str) -> list[str]:
     return [sys.executable, "-m", module]
 
 
+#: The environment of measured commands: with byte-code caching, as users have it.
+_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def _interleaved(commands: dict[str, list[str]], runs: int) -> dict[str, list[float]]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = _ENV
     for name, argv in commands.items():  # warm the caches; a failing command stops here
         proc = subprocess.run(argv, capture_output=True, env=env, check=False)
         if proc.returncode != 0:
@@ -210,14 +217,14 @@ def _interleaved(commands: dict[str, list[str]], runs: int) -> dict[str, list[fl
     return times
 
 
-def bench_startup(cfg: Config, root: Path) -> list[Row]:
+def startup_commands(root: Path) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The floors (the model floor last) and the guarded start-up commands."""
     py = sys.executable
     floors = {
         "python -c pass": [py, "-c", "pass"],
         f'python -c "{LIBRARIES}"': [py, "-c", LIBRARIES],
-        "model floor: the libraries + one pydantic model": [py, "-c", ONE_MODEL],
+        MODEL_FLOOR: [py, "-c", ONE_MODEL],
     }
-    model_floor = list(floors)[-1]
     dropin = _entry_point("build_slurm_script", "scriptbuilder.cli.dropin")
     guarded = {
         f"build_slurm_script {sub}": [*dropin, *_dropin_args(sub, root / "logs")]
@@ -228,8 +235,13 @@ def bench_startup(cfg: Config, root: Path) -> list[Row]:
     (root / "jobs").mkdir(exist_ok=True)  # a work_dir's parent exists, as in the orchestrator
     cli = _entry_point("scriptbuilder", "scriptbuilder")
     guarded["scriptbuilder build (pytest)"] = [*cli, "build", str(request)]
+    return floors, guarded
+
+
+def bench_startup(cfg: Config, root: Path) -> list[Row]:
+    floors, guarded = startup_commands(root)
     times = _interleaved({**floors, **guarded}, cfg.runs)
-    base = statistics.median(times[model_floor])
+    base = statistics.median(times[MODEL_FLOOR])
     rows = []
     for name, samples in times.items():
         ratio = statistics.median(samples) / base
@@ -239,6 +251,36 @@ def bench_startup(cfg: Config, root: Path) -> list[Row]:
         else:
             rows.append(Row(name, samples, f"{ratio:.2f}x"))
     return rows
+
+
+def instructions(argv: list[str]) -> int:
+    """Instructions ``argv`` executes, counted by callgrind: repeatable to a thousandth,
+    whatever else the machine is doing."""
+    with tempfile.TemporaryDirectory() as out:
+        proc = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/callgrind", *argv],
+            capture_output=True,
+            text=True,
+            env={**_ENV, "PYTHONHASHSEED": "0"},  # string hashing varies the count else
+            check=False,
+        )
+    found = re.search(r"I\s+refs:\s+([\d,]+)", proc.stderr)
+    if proc.returncode != 0 or found is None:
+        raise RuntimeError(f"callgrind of {argv[0]} failed: {proc.stderr[-500:]}")
+    return int(found[1].replace(",", ""))
+
+
+def instruction_table(root: Path) -> str:
+    """Start-up counted in instructions, each as its ratio to the model floor's count."""
+    floors, guarded = startup_commands(root)
+    commands = {**floors, **guarded}
+    for argv in commands.values():  # compile the modules first, as the timed rounds do
+        subprocess.run(argv, capture_output=True, check=False)
+    counts = {name: instructions(argv) for name, argv in commands.items()}
+    lines = ["| start-up | instructions | ratio |", "| --- | ---: | ---: |"]
+    for name, count in counts.items():
+        lines.append(f"| {name} | {count / 1e6:,.0f}M | {count / counts[MODEL_FLOOR]:.2f}x |")
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------- sweep
@@ -327,7 +369,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="fewer runs, a smaller sweep (CI)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("--runs", type=int, help="start-up runs per command")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="only count each start-up command's instructions with valgrind's callgrind",
+    )
     args = parser.parse_args(argv)
+    if args.instructions:
+        with tempfile.TemporaryDirectory(prefix="scriptbuilder-bench-") as root:
+            make_sandbox(Path(root))
+            print(instruction_table(Path(root)))
+        return 0
     cfg = SMOKE if args.smoke else FULL
     if args.runs:
         cfg = Config(args.runs, cfg.sweep, cfg.batches)
