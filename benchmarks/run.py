@@ -148,6 +148,24 @@ def _request(root: Path, kind: str, index: int) -> dict[str, Any]:
     return req
 
 
+def _test_db_list() -> str:
+    """A test-db list as a checkout has them, read by every pytest build: stages of 1,
+    2, 4 and 8 GPUs, the benchmark's test among the 4-GPU ones."""
+    stages = []
+    for gpus in (1, 2, 4, 8):
+        tests = [
+            f"  - accuracy/test_llm_api_pytorch.py::TestModel{i}::test_auto_dtype[tp{gpus}]"
+            for i in range(40)
+        ]
+        if gpus == 4:
+            tests.append("  - accuracy/test_llm_api_pytorch.py::TestQwen3::test_auto_dtype[tp4]")
+        stages.append(
+            "- condition:\n    ranges:\n      system_gpu_count:\n"
+            f"        gte: {gpus}\n        lte: {gpus}\n  tests:\n" + "\n".join(tests)
+        )
+    return "version: 0.0.1\nl0_dgx_h100:\n" + "\n".join(stages) + "\n"
+
+
 def make_sandbox(root: Path) -> None:
     """A TensorRT-LLM-like checkout, a models folder and slurm_env.json under ``root``."""
     repo = root / "TensorRT-LLM"
@@ -158,6 +176,9 @@ def make_sandbox(root: Path) -> None:
     tests = repo / "tests" / "integration" / "defs" / "accuracy"
     tests.mkdir(parents=True)
     (tests / "test_llm_api_pytorch.py").write_text(TEST_FILE)
+    lists = repo / "tests" / "integration" / "test_lists" / "test-db"
+    lists.mkdir(parents=True)
+    (lists / "l0_dgx_h100.yml").write_text(_test_db_list())
     (root / "slurm_env.json").write_text(json.dumps(SLURM_ENV, indent=2))
     (root / "models" / "meta-llama").mkdir(parents=True)
 
