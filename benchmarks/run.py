@@ -220,12 +220,16 @@ def _entry_point(name: str, module: str) -> list[str]:
 _ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def _interleaved(commands: dict[str, list[str]], runs: int) -> dict[str, list[float]]:
-    env = _ENV
-    for name, argv in commands.items():  # warm the caches; a failing command stops here
-        proc = subprocess.run(argv, capture_output=True, env=env, check=False)
+def _warm_up(commands: dict[str, list[str]]) -> None:
+    """Run each command once (its modules compiled, the caches warm); a failure stops here."""
+    for name, argv in commands.items():
+        proc = subprocess.run(argv, capture_output=True, env=_ENV, check=False)
         if proc.returncode != 0:
             raise RuntimeError(f"{name} exited {proc.returncode}: {proc.stderr.decode()}")
+
+
+def _interleaved(commands: dict[str, list[str]], runs: int) -> dict[str, list[float]]:
+    _warm_up(commands)
     names = list(commands)
     times: dict[str, list[float]] = {name: [] for name in names}
     for i in range(runs):
@@ -233,7 +237,7 @@ def _interleaved(commands: dict[str, list[str]], runs: int) -> dict[str, list[fl
         for name in names[shift:] + names[:shift]:
             argv = commands[name]
             times[name].append(
-                _timed(lambda argv=argv: subprocess.run(argv, capture_output=True, env=env))  # type: ignore[misc]
+                _timed(lambda argv=argv: subprocess.run(argv, capture_output=True, env=_ENV))  # type: ignore[misc]
             )
     return times
 
@@ -295,8 +299,7 @@ def instruction_table(root: Path) -> str:
     """Start-up counted in instructions, each as its ratio to the model floor's count."""
     floors, guarded = startup_commands(root)
     commands = {**floors, **guarded}
-    for argv in commands.values():  # compile the modules first, as the timed rounds do
-        subprocess.run(argv, capture_output=True, check=False)
+    _warm_up(commands)
     counts = {name: instructions(argv) for name, argv in commands.items()}
     lines = ["| start-up | instructions | ratio |", "| --- | ---: | ---: |"]
     for name, count in counts.items():

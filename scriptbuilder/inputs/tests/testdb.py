@@ -41,7 +41,7 @@ def stages(repo_root: str, tid: TestId) -> list[Stage]:
     for path in sorted(glob.glob(os.path.join(repo_root, LISTS, "*.yml"))):
         try:
             with open(path, encoding="utf-8") as file:
-                doc = yaml.load(file, Loader=SAFE_LOADER)  # the safe loader, in C
+                doc = yaml.load(file, Loader=SAFE_LOADER)
         except (OSError, yaml.YAMLError):
             continue
         for blocks in doc.values() if isinstance(doc, dict) else ():
