@@ -22,6 +22,7 @@ from scriptbuilder.inputs.command_check import check_request
 from scriptbuilder.inputs.earlier_job_spec import JOB_SPEC, read_earlier_job_spec
 from scriptbuilder.inputs.remote_home import Runner
 from scriptbuilder.inputs.slurm_env import load_slurm_env
+from scriptbuilder.inputs.tests.testdb import StageReader, read_stages
 from scriptbuilder.job.assemble import assemble
 from scriptbuilder.job.route import choose_route
 from scriptbuilder.models.messages import validated
@@ -36,7 +37,7 @@ from scriptbuilder.scenarios.slurm import check_log_name_part
 
 SlurmEnvReader = Callable[[str], tuple[SlurmEnv, dict[str, Any]]]
 __all__ = ["BuildResult", "BuiltJob", "OutputFile", "SubmitRun", "build", "build_many"]
-__all__ += ["load_request"]
+__all__ += ["load_request", "sweep_readers"]
 
 
 def load_request(data: Mapping[str, Any] | BuildRequest) -> BuildRequest:
@@ -59,14 +60,14 @@ def build(
     clock: Callable[[], datetime] | None = None,
     ssh: Runner | None = None,
     read_slurm_env: SlurmEnvReader = load_slurm_env,
+    read_test_stages: StageReader = read_stages,
 ) -> BuiltJob:
-    """Resolve ``request`` into a script, a job spec and a report; reads input files
-    but writes nothing. ``ssh`` asks the remote home (:mod:`scriptbuilder.inputs.remote_home`);
-    ``read_slurm_env`` reads slurm_env.json (build_many reads each file once)."""
+    """Resolve ``request`` into a script, a job spec and a report; reads input files but
+    writes nothing. ``ssh`` asks the remote home (:mod:`.inputs.remote_home`); the readers
+    read slurm_env.json and a checkout's test-db lists (build_many reads each once)."""
     req = load_request(request)
-    ctx = Context(
-        request=req, env_info=env_info, environ=os.environ if environ is None else environ
-    )
+    environ = os.environ if environ is None else environ
+    ctx = Context(req, env_info=env_info, environ=environ, read_test_stages=read_test_stages)
     ctx.machine, ctx.clock, ctx.ssh = machine or ctx.machine, clock or ctx.clock, ssh or ctx.ssh
     if not req.work_dir.startswith("/"):
         raise BuildError(
@@ -127,6 +128,18 @@ class BuildResult:
         return self.error is None
 
 
+def sweep_readers() -> dict[str, Any]:
+    """:func:`build`'s readers for the builds of one sweep: each input file is read once,
+    and every job gets its own copy (test-db stages are frozen)."""
+    read = cache(load_slurm_env)
+
+    def slurm_env(path: str) -> tuple[SlurmEnv, dict[str, Any]]:
+        env, raw = read(path)
+        return env, copy.deepcopy(raw)
+
+    return {"read_slurm_env": slurm_env, "read_test_stages": cache(read_stages)}
+
+
 def build_many(
     requests: Iterable[Mapping[str, Any] | BuildRequest],
     *,
@@ -135,20 +148,15 @@ def build_many(
     env_info: EnvInfo | None = None,
     clock: Callable[[], datetime] | None = None,
 ) -> list[BuildResult]:
-    """:func:`build` for every request, in order; a refused request's result carries
-    its :class:`BuildError` and the next is still built. Writes nothing; each
-    slurm_env.json is read once per call, and every job gets its own copy."""
-    read = cache(load_slurm_env)  # this call's only
-
-    def slurm_env(path: str) -> tuple[SlurmEnv, dict[str, Any]]:
-        env, raw = read(path)
-        return env, copy.deepcopy(raw)
-
+    """:func:`build` for every request, in order, with this call's :func:`sweep_readers`;
+    a refused request's result carries its :class:`BuildError` and the next is still
+    built. Writes nothing."""
+    readers = sweep_readers()  # this call's only
     one = partial(build, environ=environ, machine=machine, env_info=env_info, clock=clock)
     results = []
     for index, request in enumerate(requests):
         try:
-            job = one(request, read_slurm_env=slurm_env)
+            job = one(request, **readers)
         except BuildError as exc:
             results.append(BuildResult(index, error=exc))
         else:

@@ -190,3 +190,27 @@ def test_many_usage_errors(args: list[str], message: str) -> None:
     assert code == 2 and out == ""
     assert len(err.splitlines()) == 1 and err.startswith("scriptbuilder: error: ")
     assert message in err
+
+
+def test_a_test_db_list_is_read_again_by_the_next_call(build_env: BuildEnv) -> None:
+    """Within one call the requests of a checkout share its test-db lists; a list
+    rewritten between two calls gives the next call's jobs its new stage."""
+    (build_env.repo / "test_unmarked.py").write_text("def test_x():\n    pass\n")
+    lists = build_env.repo / "tests/integration/test_lists/test-db"
+    lists.mkdir(parents=True, exist_ok=True)
+
+    def stage_of(gpus: int) -> None:
+        (lists / "l0_sweep.yml").write_text(
+            "l0_sweep:\n- condition:\n    ranges:\n      system_gpu_count:\n"
+            f"        gte: {gpus}\n  tests:\n  - test_unmarked.py::test_x\n"
+        )
+
+    def devices() -> list[int]:
+        request = build_env.request(test_cmd="pytest test_unmarked.py::test_x")
+        results = scriptbuilder.build_many([request, request], **OPTIONS)
+        return [json.loads(r.job.job_spec_json)["required_devices"] for r in results if r.job]
+
+    stage_of(2)
+    assert devices() == [2, 2]
+    stage_of(4)
+    assert devices() == [4, 4]

@@ -10,15 +10,16 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import click
 from pydantic import BaseModel
 
-from scriptbuilder.api import BuiltJob, build
+from scriptbuilder.api import BuiltJob, build, sweep_readers
 from scriptbuilder.cli.group import Group, fail, os_error_message, write_out
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.env_info import FileEnvInfo
-from scriptbuilder.inputs.request_file import MAX_REQUEST_BYTES, parse_json, read_request
+from scriptbuilder.inputs.request_file import decoded, parse_json, read_request
 from scriptbuilder.models.build_result import BuildOutcome, TraceEntry
 from scriptbuilder.models.job_spec import JobSpec
 from scriptbuilder.models.request import BuildRequest
@@ -126,27 +127,17 @@ def _sweep_lines(source: str) -> Iterator[tuple[int, bytes]]:
                 yield number, line
 
 
-def _sweep_job(line: bytes, info: FileEnvInfo | None) -> BuiltJob:
+def _sweep_job(line: bytes, info: FileEnvInfo | None, readers: dict[str, Any]) -> BuiltJob:
     """The job of one line of a sweep; BuildError when the line holds no request."""
-    if len(line) > MAX_REQUEST_BYTES:
-        raise BuildError(
-            f"line is larger than {MAX_REQUEST_BYTES // 1024} KiB; a request holds field "
-            "values only"
-        )
     try:
-        data = parse_json(line.decode("utf-8"), "line")
-    except UnicodeDecodeError as exc:
-        raise BuildError(
-            f"line is not UTF-8 text (byte {line[exc.start]:#04x} at offset {exc.start}); "
-            "write the request as UTF-8"
-        ) from None
+        data = parse_json(decoded(line, "line"), "line")
     except json.JSONDecodeError as exc:
         raise BuildError(
             f"line is not JSON ({exc.msg} at column {exc.colno}); write one JSON object per line"
         ) from None
     if not isinstance(data, dict):
         raise BuildError("line is not a JSON object; write one object of field names to values")
-    return build(data, env_info=info)
+    return build(data, env_info=info, **readers)
 
 
 @click.group(
@@ -214,9 +205,9 @@ def build_command(
         raise click.UsageError("--explain works on one REQUEST; it cannot be used with --many.")
     # One JSON result line per request, in order; a refused request writes nothing. The exit
     # status is the largest a single build of a failed request would have had.
-    info = _env_info(env_info)
+    job = partial(_sweep_job, info=_env_info(env_info), readers=sweep_readers())
     lines = _sweep_lines(many)
-    results = (_outcome(partial(_sweep_job, b, info), dry_run=dry_run, line=n) for n, b in lines)
+    results = (_outcome(partial(job, b), dry_run=dry_run, line=n) for n, b in lines)
     return max((result.exit_code for result in results), default=0)
 
 

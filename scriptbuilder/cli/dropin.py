@@ -22,6 +22,7 @@ import click
 
 from scriptbuilder.cli.group import Group, write_out
 from scriptbuilder.errors import BuildError
+from scriptbuilder.inputs.command_args import CommandArgError, split_prepare
 from scriptbuilder.inputs.command_check import (
     MAX_NODES,
     MAX_TASKS_PER_NODE,
@@ -31,7 +32,6 @@ from scriptbuilder.inputs.command_check import (
     check_custom_env,
 )
 from scriptbuilder.inputs.image_ref import enroot_form
-from scriptbuilder.inputs.shellwords import ShellSyntaxError, split_top_level
 from scriptbuilder.inputs.slurm_time import check_time_limit
 from scriptbuilder.job.builder import JobBuilder
 from scriptbuilder.models.defaults import DEFAULT_SECRET_PATTERNS
@@ -345,20 +345,9 @@ def custom_command(**opts: Any) -> None:
 def bench_command(**opts: Any) -> None:
     """A trtllm-bench run (prepare-dataset step, then the benchmark)."""
     try:
-        parts = split_top_level(opts["bench_cmd"], "&&")
-    except ShellSyntaxError as exc:
-        raise BuildError(f"--bench-cmd: {exc}") from None
-    if "" in parts and len(parts) > 1:
-        raise BuildError(
-            "--bench-cmd has nothing on one side of its top-level '&&'; "
-            "pass '<prepare-dataset command> && <benchmark command>'"
-        )
-    if len(parts) > 2:
-        raise BuildError(
-            f"--bench-cmd has {len(parts) - 1} top-level '&&'; at most one is allowed "
-            "(<prepare-dataset command> && <benchmark command>)"
-        )
-    prepare, run = ["", *parts][-2:]  # no prepare step without a '&&'
+        prepare, run = split_prepare(opts["bench_cmd"], "--bench-cmd")
+    except CommandArgError as exc:
+        raise BuildError(str(exc)) from None
     _emit("bench", BenchWorkflow(prepare, run), opts)
 
 

@@ -64,11 +64,8 @@ _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 # theirs that take a separate argument.
 _WRAPPERS: dict[str, frozenset[str]] = {
     "env": frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}),
-    "trtllm-llmapi-launch": frozenset(),
-    "nohup": frozenset(),
     "exec": frozenset({"-a"}),
-    "command": frozenset(),
-    "time": frozenset(),
+    **dict.fromkeys(("trtllm-llmapi-launch", "nohup", "command", "time"), frozenset()),
 }
 
 
@@ -189,27 +186,30 @@ def parse_eval_cmd(cmd: str) -> EvalArgs:
     return EvalArgs(tp_size=tp or 1, pp_size=pp or 1, gpus_per_node=gpus, model=model)
 
 
-def parse_bench_cmd(cmd: str) -> BenchArgs:
-    """Split ``cmd`` at its top-level ``&&`` into prepare and run; tp/pp from the last
-    ``trtllm-bench``, the model flags from the last one that has them (else any word)."""
-    context = "bench_cmd"
-    tokens = _tokens(cmd, context)
-    texts = split_top_level(cmd, "&&", tokens)
+def split_prepare(cmd: str, context: str, tokens: list[Token] | None = None) -> tuple[str, str]:
+    """``cmd`` split at its top-level ``&&`` into prepare and run (``""`` and ``cmd``
+    without one)."""
+    texts = split_top_level(cmd, "&&", tokens or _tokens(cmd, context))
     if len(texts) > 2:
         raise CommandArgError(
             f"{context}: more than one top-level '&&' ({len(texts) - 1} found); split prepare "
             "and run into at most two commands joined by a single '&&' "
             "(group anything else, e.g. '{ a && b; }', or join with ';')"
         )
-    if len(texts) == 2:
-        prep, run = texts
-        if not prep:
-            raise CommandArgError(f"{context}: nothing before '&&'; give the prepare command")
-        if not run:
-            raise CommandArgError(f"{context}: nothing after '&&'; give the benchmark command")
-    else:
-        prep, run = "", texts[0]
+    prep, run = ["", *texts][-2:]
+    if len(texts) == 2 and not prep:
+        raise CommandArgError(f"{context}: nothing before '&&'; give the prepare command")
+    if len(texts) == 2 and not run:
+        raise CommandArgError(f"{context}: nothing after '&&'; give the benchmark command")
+    return prep, run
 
+
+def parse_bench_cmd(cmd: str) -> BenchArgs:
+    """Split ``cmd`` at its top-level ``&&`` into prepare and run; tp/pp from the last
+    ``trtllm-bench``, the model flags from the last one that has them (else any word)."""
+    context = "bench_cmd"
+    tokens = _tokens(cmd, context)
+    prep, run = split_prepare(cmd, context, tokens)
     invocations = _invocations(tokens, "trtllm-bench")
     model_names: tuple[str, ...] = ("--model", "-m")
     if not invocations:

@@ -38,6 +38,11 @@ def read_limited(source: str, label: str, limit: int = MAX_REQUEST_BYTES) -> str
                 raw = handle.read(limit + 1)
     except OSError as exc:
         raise BuildError(f"{label}: {exc.strerror}; pass a readable file") from None
+    return decoded(raw, label, limit)
+
+
+def decoded(raw: bytes, label: str, limit: int = MAX_REQUEST_BYTES) -> str:
+    """``raw`` as UTF-8 text; more than ``limit`` bytes, or not UTF-8, is a BuildError."""
     if len(raw) > limit:
         raise BuildError(
             f"{label} is larger than {limit // 1024} KiB; a request holds field values "

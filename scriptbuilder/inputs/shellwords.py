@@ -49,11 +49,7 @@ _BRACE_EXPANSION = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
 _ASSIGNMENT_PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 _OCTAL_TAIL = re.compile(r"[0-7]{1,2}")
-_HEX_DIGITS = {
-    "x": re.compile(r"[0-9A-Fa-f]{1,2}"),
-    "u": re.compile(r"[0-9A-Fa-f]{1,4}"),
-    "U": re.compile(r"[0-9A-Fa-f]{1,8}"),
-}
+_HEX_DIGITS = {k: re.compile(f"[0-9A-Fa-f]{{1,{n}}}") for k, n in (("x", 2), ("u", 4), ("U", 8))}
 _SIMPLE_ESCAPES = {
     "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n",
     "r": "\r", "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",

@@ -20,10 +20,7 @@ from scriptbuilder.workflows.pytest_workflow import PytestWorkflow
 
 #: The Slurm workflows (perf-sanity requests: :meth:`PerfSanityWorkflow.wanted`).
 WORKFLOWS: dict[str, type[Workflow]] = {
-    "pytest": PytestWorkflow,
-    "eval": EvalWorkflow,
-    "bench": BenchWorkflow,
-    "custom": CustomWorkflow,
+    w.kind: w for w in (PytestWorkflow, EvalWorkflow, BenchWorkflow, CustomWorkflow)
 }
 
 

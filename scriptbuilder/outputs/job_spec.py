@@ -44,9 +44,7 @@ def _pass_through(ctx: Context) -> dict[str, Any]:
     out = {
         name: earlier.get(name) if (v := getattr(req, name)) is None else v for name in PASS_THROUGH
     }
-    for name in _FROM_SLURM_ENV:
-        if out[name] is None:
-            out[name] = env.get(name)
+    out |= {name: env.get(name) for name in _FROM_SLURM_ENV if out[name] is None}
     if req.repo_root:
         out["repo_root"] = posixpath.normpath(req.repo_root)
     return out

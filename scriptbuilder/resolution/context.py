@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from scriptbuilder.inputs.remote_home import Runner, run_ssh
+from scriptbuilder.inputs.tests.testdb import StageReader, read_stages
 from scriptbuilder.resolution.trace import Trace
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ class Context:
     earlier_job_spec: dict[str, Any] | None = None
     #: Runs ssh for the remote home (``ssh HOST 'echo $HOME'``).
     ssh: Runner = run_ssh
+    read_test_stages: StageReader = read_stages
 
     @property
     def is_slurm(self) -> bool:

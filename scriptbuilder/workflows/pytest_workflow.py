@@ -50,7 +50,7 @@ class PytestWorkflow(Workflow):
     def resolve(cls, ctx: Context, place: Placement) -> Workload:
         req, trace, mounts = ctx.request, ctx.trace, place.mounts
         test_cmd = workloads.require(req.test_cmd, "test_cmd", "pytest")
-        found = inspect_tests(test_cmd, req.repo_root, mounts.project)
+        found = inspect_tests(test_cmd, req.repo_root, mounts.project, ctx.read_test_stages)
         for warning in found.warnings:
             trace.warn(warning)
         for missing in found.missing:

@@ -17,7 +17,6 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from scriptbuilder.inputs.tests import testdb
 from scriptbuilder.inputs.tests.devices import Walk, merge, test_requirement
 from scriptbuilder.inputs.tests.locate import exists, locate
 from scriptbuilder.inputs.tests.marks import Found, Select, expression_filter
@@ -29,6 +28,7 @@ from scriptbuilder.inputs.tests.selectors import (
     parse_test_ids,
 )
 from scriptbuilder.inputs.tests.source import read_module
+from scriptbuilder.inputs.tests.testdb import Stage, StageReader, listing, read_stages
 
 __all__ = ["InspectResult", "TestId", "inspect_tests", "is_perf_sanity", "parse_test_ids"]
 __all__ += ["required_devices"]
@@ -104,14 +104,15 @@ def _folder_need(tid: TestId, path: str, walk: Walk, top: str | None) -> Found |
 Find = Callable[[PytestCommand, InspectResult], Iterable[tuple[TestId, str]]]
 
 
-def _inspect(test_cmd: str, find: Find, top: str | None) -> InspectResult:
-    """The GPUs the selectors of ``test_cmd`` need, each read from the file ``find`` gives."""
+def _inspect(test_cmd: str, find: Find, top: str | None, read: StageReader) -> InspectResult:
+    """The GPUs the selectors of ``test_cmd`` need: files from ``find``, stages from ``read``."""
     cmd = parse_command(test_cmd)
     result = InspectResult(None, [], cmd.ids)
     if not cmd.ids:
         result.warnings.append(f"no test file (*.py) found in test command: {test_cmd}")
         return result
     located = find(cmd, result)
+    known = read(top) if top else ()
     best: Found | None = None
     filters: list[Select | None] = []  # the command's last -m and -k, as pytest reads them
     for flag, exprs in (("-m", cmd.mark_exprs), ("-k", cmd.keyword_exprs)):
@@ -120,7 +121,7 @@ def _inspect(test_cmd: str, find: Find, top: str | None) -> InspectResult:
             result.warnings.append(f"{flag} {exprs[-1]!r} is not an expression read here; ignored")
     walk = Walk(result.warnings, filters[0], filters[1])
     unmarked: list[TestId] = []
-    stages: list[testdb.Stage] = []
+    stages: list[Stage] = []
     for tid, path in located:
         before = walk.selected
         need = (_folder_need if tid.folder else _file_need)(tid, path, walk, top)
@@ -129,7 +130,7 @@ def _inspect(test_cmd: str, find: Find, top: str | None) -> InspectResult:
             continue
         if need is None and (need := _label_need(tid)) is not None:
             walk.evidence.append(need)
-        listed = testdb.stages(top, tid) if top else []
+        listed = listing(known, tid)
         stages += listed
         if need is None:
             unmarked.append(tid)
@@ -158,8 +159,11 @@ def _inspect(test_cmd: str, find: Find, top: str | None) -> InspectResult:
     return result
 
 
-def inspect_tests(test_cmd: str, repo_root: str | None, step_dir: str | None) -> InspectResult:
-    """Where the command's tests are (see :mod:`.locate`) and the GPUs they need."""
+def inspect_tests(
+    test_cmd: str, repo_root: str | None, step_dir: str | None, read: StageReader = read_stages
+) -> InspectResult:
+    """Where the command's tests are (see :mod:`.locate`), the GPUs they need, and the
+    test-db stages (``read(repo_root)``) that list them."""
 
     def find(cmd: PytestCommand, result: InspectResult) -> list[tuple[TestId, str]]:
         located = locate(cmd, repo_root, step_dir)
@@ -168,7 +172,7 @@ def inspect_tests(test_cmd: str, repo_root: str | None, step_dir: str | None) ->
         result.workdir, result.workdir_reason = located.workdir, located.reason
         return [(tid, located.paths[tid]) for tid in cmd.ids if tid in located.paths]
 
-    return _inspect(test_cmd, find, repo_root)
+    return _inspect(test_cmd, find, repo_root, read)
 
 
 def required_devices(
@@ -196,4 +200,4 @@ def required_devices(
                 located.append((tid, path))
         return located
 
-    return _inspect(test_cmd, find, None)
+    return _inspect(test_cmd, find, None, read_stages)

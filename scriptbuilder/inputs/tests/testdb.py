@@ -7,6 +7,7 @@ from __future__ import annotations
 import glob
 import os
 import posixpath
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import yaml
@@ -23,9 +24,13 @@ class Stage:
     list_name: str
     number: int
     gpus: int
+    tests: tuple[str, ...]  # the ids it lists, each without its options
 
     def __str__(self) -> str:
         return f"{self.list_name} stage {self.number} (system_gpu_count {self.gpus})"
+
+
+StageReader = Callable[[str], tuple[Stage, ...]]
 
 
 def _covers(entry: str, name: str) -> bool:
@@ -33,10 +38,8 @@ def _covers(entry: str, name: str) -> bool:
     return long == short or (long.startswith(short) and long[len(short)] in ":[/")
 
 
-def stages(repo_root: str, tid: TestId) -> list[Stage]:
-    """The stages listing ``tid`` (or a test inside it, or the selector holding it)."""
-    name = posixpath.normpath(posixpath.join(tid.cwd or "", str(tid)))
-    name = next((name[len(h) :] for h in _HOMES if name.startswith(h)), name)  # as listed
+def read_stages(repo_root: str) -> tuple[Stage, ...]:
+    """Every stage with a ``system_gpu_count`` in the test-db lists of ``repo_root``."""
     found = []
     for path in sorted(glob.glob(os.path.join(repo_root, LISTS, "*.yml"))):
         try:
@@ -49,7 +52,14 @@ def stages(repo_root: str, tid: TestId) -> list[Stage]:
                 block = block if isinstance(block, dict) else {}
                 ranges = (block.get("condition") or {}).get("ranges") or {}
                 gpus = (ranges.get("system_gpu_count") or {}).get("gte")
-                entries = [str(t).split()[0] for t in block.get("tests") or () if str(t).strip()]
-                if isinstance(gpus, int) and any(_covers(e, name) for e in entries):
-                    found.append(Stage(os.path.basename(path), number, gpus))
-    return found
+                tests = tuple(str(t).split()[0] for t in block.get("tests") or () if str(t).strip())
+                if isinstance(gpus, int):
+                    found.append(Stage(os.path.basename(path), number, gpus, tests))
+    return tuple(found)
+
+
+def listing(stages: Iterable[Stage], tid: TestId) -> list[Stage]:
+    """The stages listing ``tid`` (or a test inside it, or the selector holding it)."""
+    name = posixpath.normpath(posixpath.join(tid.cwd or "", str(tid)))
+    name = next((name[len(h) :] for h in _HOMES if name.startswith(h)), name)  # as listed
+    return [s for s in stages if any(_covers(t, name) for t in s.tests)]
