@@ -192,25 +192,31 @@ def test_many_usage_errors(args: list[str], message: str) -> None:
     assert message in err
 
 
-def test_a_test_db_list_is_read_again_by_the_next_call(build_env: BuildEnv) -> None:
-    """Within one call the requests of a checkout share its test-db lists; a list
-    rewritten between two calls gives the next call's jobs its new stage."""
+@pytest.mark.parametrize("how", ["build_many", "--many"])
+def test_a_test_db_list_is_read_again_by_the_next_call(build_env: BuildEnv, how: str) -> None:
+    """Within one call (or one ``--many`` run) the requests of a checkout share its
+    test-db lists; a list rewritten between two calls gives the next call's jobs its
+    new stage."""
     (build_env.repo / "test_unmarked.py").write_text("def test_x():\n    pass\n")
     lists = build_env.repo / "tests/integration/test_lists/test-db"
     lists.mkdir(parents=True, exist_ok=True)
+    request = {
+        **own_work_dir(build_env, "listed"),
+        "test_cmd": "pytest test_unmarked.py::test_x",
+    }
 
-    def stage_of(gpus: int) -> None:
+    def devices(gpus: int) -> list[int]:
         (lists / "l0_sweep.yml").write_text(
             "l0_sweep:\n- condition:\n    ranges:\n      system_gpu_count:\n"
             f"        gte: {gpus}\n  tests:\n  - test_unmarked.py::test_x\n"
         )
+        if how == "build_many":
+            results = scriptbuilder.build_many([request, request], **OPTIONS)
+            return [json.loads(r.job.job_spec_json)["required_devices"] for r in results if r.job]
+        path = sweep_file(build_env.root / "sweep.jsonl", [request, request])
+        code, out, err = run_cli(["build", "--many", str(path), "--dry-run"])
+        assert code == 0, err
+        return [r["job_spec"]["required_devices"] for r in results_of(out)]
 
-    def devices() -> list[int]:
-        request = build_env.request(test_cmd="pytest test_unmarked.py::test_x")
-        results = scriptbuilder.build_many([request, request], **OPTIONS)
-        return [json.loads(r.job.job_spec_json)["required_devices"] for r in results if r.job]
-
-    stage_of(2)
-    assert devices() == [2, 2]
-    stage_of(4)
-    assert devices() == [4, 4]
+    assert devices(2) == [2, 2]
+    assert devices(4) == [4, 4]
