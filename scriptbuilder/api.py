@@ -129,8 +129,8 @@ class BuildResult:
 
 
 def sweep_readers() -> dict[str, Any]:
-    """:func:`build`'s readers for the builds of one sweep: each input file is read once,
-    and every job gets its own copy (test-db stages are frozen)."""
+    """:func:`build`'s readers for one sweep: each slurm_env.json and each checkout's
+    test-db lists are read once; every job gets its own copy (the stages are frozen)."""
     read = cache(load_slurm_env)
 
     def slurm_env(path: str) -> tuple[SlurmEnv, dict[str, Any]]:
