@@ -62,6 +62,20 @@ EXTRA: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         "is a squashfs file, which docker run cannot use",
     ),
     (
+        "url-scheme-for-pyxis",
+        "bench",
+        {"container_image": "docker://nvcr.io/nvidia/x:1"},
+        {},
+        "cannot be pulled by pyxis: registry 'docker:' is not HOST[:PORT]; write the image",
+    ),
+    (
+        "option-as-docker-image",
+        "custom",
+        {"execution_scenario": "local_docker", "container_image": "--volume=/:/host"},
+        {},
+        "'--volume=/:/host' would be read by docker run as an option; pass [REGISTRY/]IMAGE",
+    ),
+    (
         "perf-config-missing",
         "benchmark",
         {"perf_config_yaml": "/no/such.yaml"},

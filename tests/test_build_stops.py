@@ -97,6 +97,15 @@ STOPS: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         "models mount: none of checkpoint_path, models_path, slurm_env.mounts",
     ),
     ("comma-in-mount", "pytest", {"models_path": "/data/a,b"}, {}, "cannot be mounted"),
+    ("colon-in-mount", "custom", {"checkpoint_path": "/d/run:1/m"}, {}, "'/d/run:1' cannot be"),
+    (
+        "colon-in-repo",
+        "eval",
+        {"repo_root": "/a:b", "container_image": "i:1"},
+        {},
+        "project '/a:b'",
+    ),
+    ("comma-in-root", "bench", {"llm_models_root": "/m,x"}, {}, "llm_models_root '/m,x' cannot"),
     (
         "relative-models_path",
         "pytest",
@@ -132,7 +141,7 @@ STOPS: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         "pytest",
         {"model_name": "a b/c"},
         {},
-        "model_name 'a b/c' may hold only",
+        "model_name 'a b/c' must start with a letter or digit, then hold only",
     ),
     (
         "pytest-more-than-gpus-per-node",
@@ -191,7 +200,7 @@ STOPS: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         "custom",
         {"partition": "cpu"},
         {},
-        "gpus_per_node is unknown",
+        "gpus_per_node is unknown: slurm_env partition cpu has no gpus_per_node or gres; rerun",
     ),
     ("custom-cmd-missing", "custom", {"custom_cmd": None}, {}, "custom_cmd (or custom_script)"),
     (

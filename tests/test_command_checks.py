@@ -76,6 +76,8 @@ def test_parsing_runs_nothing(tmp_path: Path) -> None:
     [
         ("", "test_cmd is empty; give the command to run"),
         ("  \n ", "test_cmd is empty"),
+        ("# pytest -v x.py", "test_cmd is empty (nothing but comments); give the command"),
+        ("# a\n  # b ; c\n", "test_cmd is empty (nothing but comments)"),
         ("pytest a\0b", "NUL"),
         ("pytest 'a", "is not a command bash can run (unexpected EOF while looking for"),
         ("x" * (MAX_COMMAND_BYTES + 1), f"carries at most {MAX_COMMAND_BYTES}"),

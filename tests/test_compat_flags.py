@@ -182,6 +182,7 @@ REFUSALS = [
     ("custom", ["--custom-cmd", "echo 'x"], '--custom-cmd "echo \'x" is not a command bash'),
     ("custom", ["--custom-cmd", "   "], "--custom-cmd is empty; give the command to run"),
     ("pytest", ["--test-cmd", ""], "--test-cmd is empty"),
+    ("custom", ["--custom-cmd", "# echo hi"], "--custom-cmd is empty (nothing but comments)"),
     ("custom", ["--custom-cmd", "x" * 140_000], "--custom-cmd is 140000 bytes, but the CUSTOM_"),
     ("custom", ["--custom-env", "A=1 B"], "--custom-env must be NAME=VALUE words, but 'B'"),
     ("custom", ["--custom-env", "A='1"], '--custom-env "A=\'1" cannot be read by bash'),
@@ -192,7 +193,7 @@ REFUSALS = [
     ("pytest", ["--partition", "a\nb"], "--partition must be a single line"),
     ("pytest", ["--project-path", "/a\nb"], "--project-path must be a single line"),
     ("pytest", ["--container-mounts", "/a:/a\r"], "--container-mounts must be a single line"),
-    ("pytest", ["--docker-image", "img\n:1"], "--docker-image must be a single line"),
+    ("pytest", ["--docker-image", "img\n:1"], "--docker-image 'img\\n:1' cannot be pulled"),
     ("pytest", ["--container-name", "n\nx"], "--container-name must be a single line"),
     ("pytest", ["--container-workdir", "/w\nx"], "--container-workdir must be a single line"),
     ("pytest", ["--llm-models-root", "/m\nx"], "--llm-models-root must be a single line"),
@@ -211,6 +212,12 @@ REFUSALS = [
     ("custom", ["--time-limit", "1:2:3:4"], "write it as MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM"),
     ("pytest", ["--time-limit", ""], "--time-limit '' is not a Slurm time limit"),
     ("pytest", ["--model-name", "meta-llama/Llama"], "--model-name 'meta-llama/Llama' contains"),
+    ("pytest", ["--docker-image", "docker://nvcr.io/x:1"], "pulled by pyxis: registry 'docker:'"),
+    ("eval", ["--docker-image", "nvcr.io/NVIDIA/x:1"], "with IMAGE in lower-case letters"),
+    ("pytest", ["--project-path", ""], "--project-path '' is not an absolute path; pass the"),
+    ("pytest", ["--project-path", "proj"], "--project-path 'proj' is not an absolute path"),
+    ("pytest", ["--container-workdir", "defs"], "--container-workdir 'defs' is not an absolute"),
+    ("bench", ["--nodes", "1", "--log-dir", "logs"], "--log-dir 'logs' is not an absolute"),
 ]
 
 
@@ -255,6 +262,15 @@ def test_bench_split_ignores_quoted_and_and(tmp_path: Path) -> None:
     assert "prepare the dataset" not in result.stdout
 
 
+@pytest.mark.parametrize("subcommand", ["pytest", "custom", "bench", "eval"])
+def test_install_runs_in_the_project_path(tmp_path: Path, subcommand: str) -> None:
+    """``pip install -e .`` needs the checkout, whatever --container-workdir says."""
+    args = with_flag(base(subcommand, tmp_path), "--container-workdir", "/proj/tests/defs")
+    out = run_compat(args).stdout
+    workdirs = [line.strip().rstrip(" \\") for line in out.splitlines() if "-workdir=" in line]
+    assert workdirs == ["--container-workdir=/proj", "--container-workdir=/proj/tests/defs"]
+
+
 @pytest.mark.parametrize(
     ("subcommand", "ntasks", "mpi", "expected"),
     [
@@ -262,7 +278,8 @@ def test_bench_split_ignores_quoted_and_and(tmp_path: Path) -> None:
         ("bench", "2", "none", "--mpi=pmix"),
         ("bench", "2", "pmix_v5", "--mpi=pmix_v5"),
         ("bench", "2", "pmi2", "--mpi=pmix"),
-        ("eval", "1", "pmix_v5", None),
+        ("eval", "1", "pmix_v5", "--mpi=pmix_v5"),  # the old script dropped it
+        ("eval", "1", "none", "--mpi=pmix"),
         ("eval", "2", "pmix_v4", "--mpi=pmix_v4"),
         ("pytest", "2", "pmi2", "--mpi=pmi2"),
         ("custom", "1", "none", None),

@@ -47,7 +47,9 @@ CONTAINER = Container("img:1", "m_eval", "/a:/a", "/code")
         ("bench", 2, 1, None, None, "pmix"),
         ("bench", 2, 1, None, "pmi2", "pmix"),
         ("bench", 2, 1, None, "pmix_v4", "pmix_v4"),
-        ("eval", 1, 1, None, "pmix_v5", None),
+        ("eval", 1, 1, None, "pmix_v5", "pmix_v5"),
+        ("eval", 1, 1, None, None, "pmix"),
+        ("eval", 1, 1, None, "pmi2", "pmix"),
         ("eval", 2, 1, None, "pmix_v4", "pmix_v4"),
     ],
 )
@@ -80,7 +82,8 @@ def test_clears_mpi_env_only_single_node_without_mpi() -> None:
 
 
 def test_build_and_dropin_share_the_rule(build_env: BuildEnv) -> None:
-    """A single-task eval gets the cluster's plugin in the build (procedure: always)."""
+    """A single-task eval gets the cluster's plugin in the build (procedure: always),
+    and a pmix plugin from the drop-in too (the old script's defect, not kept)."""
     job = build_env.build(build_env.request("eval", eval_cmd="trtllm-eval --model /m/x gsm8k"))
     assert "--mpi=pmix_v5" in job.script_text
     assert job.job_spec_data["slurm_params"]["mpi_plugin"] == "pmix_v5"

@@ -72,7 +72,7 @@ def test_scriptbuilder_dry_run_prints_the_script_bytes(
     assert built.job_spec_json.encode("utf-8") in proc.stdout
 
 
-def test_log_dir_is_made_after_the_script_is_written(tmp_path: Path) -> None:
+def test_output_into_a_missing_folder_names_it(tmp_path: Path) -> None:
     out = tmp_path / "no" / "such" / "folder" / "job.slurm"
     proc = drop_in([*base("pytest", tmp_path), "--output", str(out)])
     assert proc.returncode == 2
@@ -82,8 +82,17 @@ def test_log_dir_is_made_after_the_script_is_written(tmp_path: Path) -> None:
         f"No such file or directory; create {out.parent} or choose another --output folder"
     ]
     assert "Traceback" not in proc.stderr.decode()
-    assert not (tmp_path / "logs").exists()
     assert proc.stdout == b""
+
+
+@pytest.mark.parametrize("flag", ["--log-dir", "--local-log-dir"])
+def test_output_may_go_into_the_log_folder_it_makes(tmp_path: Path, flag: str) -> None:
+    """The procedure's remote form: ``--local-log-dir <work_dir> --output <work_dir>/...``."""
+    work_dir = tmp_path / "new" / "work_dir"
+    args = with_flag(base("pytest", tmp_path), flag, str(work_dir))
+    proc = drop_in([*args, "--output", str(work_dir / "m_auto_test.slurm")])
+    assert proc.returncode == 0, proc.stderr
+    assert (work_dir / "m_auto_test.slurm").read_text().startswith("#!/bin/bash")
 
 
 def test_output_onto_a_folder_names_it(tmp_path: Path) -> None:
@@ -100,13 +109,12 @@ def test_output_onto_a_folder_names_it(tmp_path: Path) -> None:
     assert os.listdir(folder) == []
 
 
-def test_full_disk_on_stdout_is_one_line_and_no_log_dir(tmp_path: Path) -> None:
+def test_full_disk_on_stdout_is_one_line(tmp_path: Path) -> None:
     with open("/dev/full", "wb") as full:
         proc = drop_in(base("pytest", tmp_path), stdout=full, stderr=subprocess.PIPE)
     assert proc.returncode == 1
     (line,) = proc.stderr.decode().splitlines()
     assert line == "build_slurm_script: error: standard output: No space left on device"
-    assert not (tmp_path / "logs").exists()
 
 
 @pytest.mark.parametrize("flag", ["--log-dir", "--local-log-dir"])
@@ -124,6 +132,8 @@ def test_unmakeable_log_dir_names_it_and_leaves_no_script(tmp_path: Path, flag: 
     )
     assert not out.exists()
     assert sorted(os.listdir(tmp_path)) == ["a-file"]
+    on_stdout = drop_in(with_flag(base("pytest", tmp_path), flag, str(log_dir)))
+    assert (on_stdout.returncode, on_stdout.stdout) == (2, b"")  # no script for a dead job
 
 
 def test_undecodable_argv_bytes_work_with_and_without_output(tmp_path: Path) -> None:

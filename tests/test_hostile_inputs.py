@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.build_env import BuildEnv
 from tests.test_build_stops import run_cli, snapshot_tree
@@ -76,6 +77,31 @@ def test_lone_surrogate_in_a_command(build_env: BuildEnv, tmp_path: Path) -> Non
     before = snapshot_tree(build_env.work_dir)
     _refused(["build", str(path)], "request field 'custom_cmd': holds a lone surrogate")
     assert snapshot_tree(build_env.work_dir) == before
+
+
+@pytest.mark.parametrize(
+    "name", ["-m", "--help", ".hidden", "_x", "a b", "x" * 201, "\u00e9" * 101], ids=repr
+)
+def test_model_name_that_cannot_name_files_and_containers(
+    build_env: BuildEnv, tmp_path: Path, name: str
+) -> None:
+    """Docker names start with a letter or digit; a file name holds at most 255 bytes."""
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(build_env.request("custom", model_name=name)))
+    before = snapshot_tree(build_env.work_dir)
+    _refused(["build", "--dry-run", str(path)], "must start with a letter or digit, then hold")
+    assert snapshot_tree(build_env.work_dir) == before
+
+
+@pytest.mark.parametrize(("line", "got"), [("time_limit: 30:00", "1800"), ("account: 0123", "83")])
+def test_yaml_number_for_a_string_says_to_quote_it(
+    build_env: BuildEnv, tmp_path: Path, line: str, got: str
+) -> None:
+    path = tmp_path / "request.yaml"
+    request = {k: v for k, v in build_env.request("custom").items() if k not in line}
+    path.write_text(yaml.safe_dump(request) + line + "\n")
+    err = _refused(["build", str(path)], f"expected a string, got {got} (YAML reads")
+    assert "quote it" in err
 
 
 def test_huge_value_is_shortened(build_env: BuildEnv, tmp_path: Path) -> None:

@@ -115,6 +115,32 @@ def test_docker_payload_runs_commands_unchanged(
     assert run.calls("pip")[0] == ["install", "-e", "."]
 
 
+@pytest.mark.parametrize("workflow", WORKFLOWS)
+def test_docker_step_goes_on_after_a_failing_command(build_env: BuildEnv, workflow: str) -> None:
+    """As at a prompt (and in a Slurm step): ``false; prog`` runs prog; no errexit."""
+    program = PROGRAM[workflow]
+    job = docker_job(build_env, workflow, f"false; {program} --x")
+    run = run_script(job.script_text, build_env.root)
+    assert run.exit_code == 0, run.stdout + run.stderr
+    assert run.calls(program) == [["--x"]]
+
+
+@pytest.mark.parametrize("workflow", ["pytest", "custom"])
+def test_docker_runs_the_longest_commands_it_takes(build_env: BuildEnv, workflow: str) -> None:
+    """Each argument of ``docker run`` within Linux's 128 KiB, the step banner included."""
+    from scriptbuilder.inputs.command_check import CUSTOM_COMMAND_BYTES
+
+    program = PROGRAM[workflow]
+    if workflow == "custom":  # one word, as long as CUSTOM_COMMAND can carry
+        args = ["x" * (CUSTOM_COMMAND_BYTES - len(program) - 1)]
+    else:  # 300 kB of words: the command travels in pieces
+        args = ["y" * 999] * 300
+    job = docker_job(build_env, workflow, " ".join([program, *args]))
+    run = run_script(job.script_text, build_env.root)
+    assert run.exit_code == 0, run.stderr[-500:]
+    assert run.calls(program) == [args]
+
+
 @pytest.mark.parametrize("code", [1, 42])
 def test_docker_payload_exit_code(build_env: BuildEnv, code: int) -> None:
     job = docker_job(build_env, "pytest", "pytest -x")

@@ -4,7 +4,7 @@ still print the closing line, and ``--bench-cmd`` is split only at a top-level `
 
 Values that would only fail after the queue wait are refused while the command line
 is read (exit 2, one line), each rule a click callback on the flags it applies to.
-The log folder is created only once the script is out.
+The log folder is made before the script is written (``--output`` may lie in it).
 """
 
 from __future__ import annotations
@@ -30,12 +30,13 @@ from scriptbuilder.inputs.command_check import (
     check_counts,
     check_custom_command,
     check_custom_env,
+    short,
 )
-from scriptbuilder.inputs.image_ref import enroot_form
+from scriptbuilder.inputs.image_ref import enroot_form, enroot_problem, parse_image
 from scriptbuilder.inputs.slurm_time import check_time_limit
 from scriptbuilder.job.builder import JobBuilder
 from scriptbuilder.models.defaults import DEFAULT_SECRET_PATTERNS
-from scriptbuilder.outputs.atomic import stage, write_error
+from scriptbuilder.outputs.atomic import write_atomic, write_error
 from scriptbuilder.resolution.mpi import step_mpi
 from scriptbuilder.resolution.secrets import secret_assignments
 from scriptbuilder.scenarios.slurm import LocalSlurm, check_log_name_part
@@ -78,14 +79,16 @@ def default_clock() -> datetime:
     return datetime.now()
 
 
-def _shown(value: str) -> str:
-    return repr(value if len(value) <= 40 else value[:37] + "...")
-
-
 def _non_empty(ctx: click.Context, param: click.Parameter, value: str) -> str:
     if not value.strip():
         flag = param.opts[0]
         raise BuildError(f"{flag} is empty; pass {_NEEDED[flag]}")
+    return value
+
+
+def _image(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if problem := enroot_problem(parse_image(_non_empty(ctx, param, value))):
+        raise BuildError(f"--docker-image {short(value)} cannot be pulled by pyxis: {problem}")
     return value
 
 
@@ -98,7 +101,7 @@ def _model_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
         )
     if any(char.isspace() for char in value):
         raise BuildError(
-            f"--model-name {_shown(value)} contains whitespace, but it names the job and its log "
+            f"--model-name {short(value)} contains whitespace, but it names the job and its log "
             "files; use '_' or '-' instead (for example Llama-3.1-8B)"
         )
     return value
@@ -109,10 +112,14 @@ def _form(pattern: str, refusal: str) -> Callable[[click.Context, click.Paramete
 
     def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
         if value is not None and re.fullmatch(pattern, value) is None:
-            raise BuildError(f"{param.opts[0]} {_shown(value)} {refusal}")
+            raise BuildError(f"{param.opts[0]} {short(value)} {refusal}")
         return value
 
     return callback
+
+
+#: Paths the script holds: sbatch and pyxis would read a relative one from elsewhere.
+_ABSOLUTE = _form("/(?s:.*)", "is not an absolute path; pass the full path (starting with /)")
 
 
 def _checked(
@@ -134,6 +141,7 @@ COMMON_OPTIONS = (
     click.option("--model-name", required=True, callback=_model_name, help="Job name prefix."),
     click.option(
         "--log-dir",
+        callback=_ABSOLUTE,
         help="Directory of the #SBATCH --output/--error files (required for pytest "
         "and custom; bench/eval default to <project-path>/work_dirs/<model>_<time>).",
     ),
@@ -164,7 +172,7 @@ COMMON_OPTIONS = (
         help="gpu:N or gpu:TYPE:N (a gres/ prefix is accepted and left out); empty means no "
         "#SBATCH --gres line.",
     ),
-    click.option("--docker-image", required=True, callback=_non_empty),
+    click.option("--docker-image", required=True, callback=_image),
     click.option("--container-mounts", required=True, callback=_non_empty),
     click.option(
         "--container-name",
@@ -174,8 +182,8 @@ COMMON_OPTIONS = (
         ),
         help="Default: <model-name>_<subcommand>.",
     ),
-    click.option("--container-workdir", help="Default: --project-path."),
-    click.option("--project-path", required=True),
+    click.option("--container-workdir", callback=_ABSOLUTE, help="Default: --project-path."),
+    click.option("--project-path", required=True, callback=_ABSOLUTE),
     click.option(
         "--mpi",
         default="none",
@@ -242,6 +250,7 @@ def _emit(subcommand: str, workflow: Workflow, opts: Opts, *, private: bool = Fa
         name=opts["container_name"] or f"{model}_{subcommand}",
         mounts=opts["container_mounts"],
         workdir=opts["container_workdir"] or opts["project_path"],
+        project=opts["project_path"],
     )
     scenario = LocalSlurm(
         allocation,
@@ -253,39 +262,32 @@ def _emit(subcommand: str, workflow: Workflow, opts: Opts, *, private: bool = Fa
 
 
 def _write(opts: Opts, text: str, *, private: bool) -> None:
-    """The script to ``--output`` (0700 when it carries a secret) or standard output, then
-    the log folder; a failure leaves the earlier ``--output`` file and makes no log folder."""
-    output, tmp = opts["output"], ""
+    """The log folder (``--output`` may lie in it), then the script to ``--output`` (0700
+    when it carries a secret) or standard output; a failure leaves the earlier file."""
+    output = opts["output"]
     if output and os.path.isdir(output):
         exc = OSError(errno.EISDIR, os.strerror(errno.EISDIR))
         raise write_error(exc, "write the script to", "--output", output, "name a file")
-    if output:
-        try:
-            tmp = stage(output, text, 0o700 if private else 0o755)
-        except OSError as exc:
-            folder = os.path.dirname(os.path.abspath(output))
-            what = f"write {os.path.basename(output)} into"
-            raise write_error(exc, what, "--output folder", folder) from None
-    else:
-        write_out(text)
     local_dir = opts["local_log_dir"] or opts["log_dir"]
     try:
-        try:
-            os.makedirs(local_dir, exist_ok=True)
-        except OSError as exc:
-            label = "--local-log-dir" if opts["local_log_dir"] else "--log-dir"
-            ancestor = os.path.abspath(local_dir)
-            while not os.path.lexists(ancestor):
-                ancestor = os.path.dirname(ancestor)
-            fix = "" if exc.errno == errno.ENOSPC else f"make {ancestor} a writable folder"
-            raise write_error(exc, "create", label, local_dir, fix) from None
-        if tmp:
-            os.replace(tmp, output)
-    finally:
-        if tmp and os.path.lexists(tmp):
-            os.unlink(tmp)
-    if output:
-        write_out(f"Wrote {output}\n", err=True)
+        os.makedirs(local_dir, exist_ok=True)
+    except OSError as exc:
+        label = "--local-log-dir" if opts["local_log_dir"] else "--log-dir"
+        ancestor = os.path.abspath(local_dir)
+        while not os.path.lexists(ancestor):
+            ancestor = os.path.dirname(ancestor)
+        fix = "" if exc.errno == errno.ENOSPC else f"make {ancestor} a writable folder"
+        raise write_error(exc, "create", label, local_dir, fix) from None
+    if not output:
+        write_out(text)
+        return
+    try:
+        write_atomic(output, text, 0o700 if private else 0o755)
+    except OSError as exc:
+        folder = os.path.dirname(os.path.abspath(output))
+        what = f"write {os.path.basename(output)} into"
+        raise write_error(exc, what, "--output folder", folder) from None
+    write_out(f"Wrote {output}\n", err=True)
 
 
 @click.group(

@@ -121,10 +121,12 @@ def check_command(
             "shorten it or move the work into a script the command runs"
         )
     try:
-        plain = _plain_list(tokenize(command))
+        tokens: list[Token] | None = tokenize(command)
     except ShellSyntaxError:
-        plain = False  # bash's own message says what is wrong
-    problem = None if plain else bash_syntax_error(command)
+        tokens = None  # bash's own message says what is wrong
+    if tokens is not None and all(t.kind == "op" for t in tokens):  # a job that runs nothing
+        raise BuildError(f"{field} is empty (nothing but comments); give the command to run")
+    problem = None if tokens is not None and _plain_list(tokens) else bash_syntax_error(command)
     if problem is not None:
         raise BuildError(
             f"{field} {short(command)} is not a command bash can run ({problem}); "
@@ -132,8 +134,8 @@ def check_command(
         )
 
 
-#: Bytes of ``CUSTOM_COMMAND`` one environment string can hold.
-CUSTOM_COMMAND_BYTES = MAX_ARG_BYTES - len("CUSTOM_COMMAND=")
+#: Bytes of ``CUSTOM_COMMAND`` one argument can hold (docker's ``--env=CUSTOM_COMMAND=...``).
+CUSTOM_COMMAND_BYTES = MAX_ARG_BYTES - len("--env=CUSTOM_COMMAND=")
 
 
 def check_custom_command(field: str, command: str) -> None:
@@ -150,11 +152,11 @@ def check_custom_env(field: str, value: str) -> None:
     """``value`` must be blank or ``NAME=VALUE`` words (values quoted as in bash)."""
     if not value.strip():
         return
-    size = _text_size(field, value)
-    if size > MAX_ARG_BYTES - len("CUSTOM_ENV="):
+    size, limit = _text_size(field, value), MAX_ARG_BYTES - len("--env=CUSTOM_ENV=")
+    if size > limit:
         raise BuildError(
             f"{field} is {size} bytes, but the CUSTOM_ENV environment variable it travels in "
-            f"carries at most {MAX_ARG_BYTES - len('CUSTOM_ENV=')}; set fewer variables"
+            f"carries at most {limit}; set fewer variables"
         )
     try:
         tokens = tokenize(value)

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 # ``name@sha256:...``: a digest, not the image.
 _DIGEST = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9A-Fa-f]{32,}")
-# What enroot accepts after the registry.
+# What enroot accepts after the registry, and as the registry.
 _ENROOT_NAME = re.compile(r"[a-z0-9/._-]+(?::[A-Za-z0-9._:-]+)?")
+_HOST = re.compile(r"[A-Za-z0-9.-]+(?::[0-9]+)?")
 
 
 def is_registry_host(component: str) -> bool:
@@ -73,6 +74,8 @@ def enroot_problem(ref: ImageRef) -> str | None:
     """Why enroot would refuse ``ref`` (its image grammar), or None."""
     if ref.file:
         return None
+    if ref.registry is not None and not _HOST.fullmatch(ref.registry):
+        return f"registry {ref.registry!r} is not HOST[:PORT]; write the image without docker://"
     if "@" in ref.name:
         return "enroot takes no @digest; use a tag"
     if not _ENROOT_NAME.fullmatch(ref.name):

@@ -117,6 +117,9 @@ def describe(exc: ValidationError, model: type[BaseModel], subject: str, fix: st
         problem = f"expected {' or '.join(dict.fromkeys(expected))}, got {shorten(first['input'])}"
     else:
         problem = _problem(first)
+    kinds = {e["type"] for e in same}  # a field that takes a string (or null) only
+    if isinstance(first["input"], int | float) and kinds - {"none_required"} == {"string_type"}:
+        problem += " (YAML reads an unquoted 30:00, 0123 or yes as a number or true: quote it)"
     return f"{subject} {name}: {problem}; {fix}"
 
 

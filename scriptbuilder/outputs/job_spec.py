@@ -64,9 +64,8 @@ def job_spec_for(ctx: Context, *, job_name: str, **fields: Any) -> dict[str, Any
     ):
         if given is not None and given != derived:
             raise BuildError(
-                f"{name} = {given} from the request, but this build needs {derived} "
-                f"({devices} GPUs on {nodes} node(s); see --explain); pass {name} {derived} "
-                "or leave it out"
+                f"{name} = {given} from the request, but this build needs {derived} ({devices} "
+                f"GPUs on {nodes} node(s); see --explain); pass {name} {derived} or leave it out"
             )
     if req.job_name and req.job_name != job_name:
         ctx.trace.warn(

@@ -55,9 +55,8 @@ def resolve_image(ctx: Context) -> str:
     # a space is the one printable character that is white space
     if not ref.name or " " in chosen or not chosen.isprintable():
         raise BuildError(
-            f"{source} {chosen!r} is not an image reference; write it as "
-            "[REGISTRY/]IMAGE[:TAG] (or REGISTRY#IMAGE[:TAG]), without spaces or control "
-            "characters"
+            f"{source} {chosen!r} is not an image reference; write it as [REGISTRY/]IMAGE[:TAG]"
+            " (or REGISTRY#IMAGE[:TAG]), without spaces or control characters"
         )
     if ctx.is_slurm:
         form, rule = ref.enroot, "enroot form for pyxis --container-image (REGISTRY#IMAGE)"
@@ -67,6 +66,8 @@ def resolve_image(ctx: Context) -> str:
         form, rule = ref.docker, "Docker form for docker run (REGISTRY/IMAGE)"
         fault = "is a squashfs file, which docker run cannot use; pass a registry image"
         fault = fault if ref.file else ""
+        if form.startswith("-"):
+            fault = "would be read by docker run as an option; pass [REGISTRY/]IMAGE[:TAG]"
     if fault:
         raise BuildError(f"{source} {chosen!r} {fault}")
     if form != chosen:
@@ -86,9 +87,8 @@ def _chosen_image(ctx: Context) -> str:
     props_file = find_properties_file(req.repo_root)
     if props_file is None:
         raise BuildError(
-            f"container_image: not given and no image tags properties file under "
-            f"{req.repo_root} (expected jenkins/current_image_tags.properties); "
-            "pass container_image"
+            f"container_image: not given and no image tags properties file under {req.repo_root}"
+            " (expected jenkins/current_image_tags.properties); pass container_image"
         )
     arch = resolve_arch(ctx)
     key = ARCH_KEYS.get(arch)

@@ -36,10 +36,10 @@ def _absolute(name: str, path: str) -> str:
 
 
 def _check_mountable(name: str, path: str) -> str:
-    if "," in path or "\n" in path:
+    if any(char in path for char in ",:\n"):
         raise BuildError(
-            f"{name} {path!r} cannot be mounted: container mounts are comma-separated; "
-            "use a path without commas or newlines"
+            f"{name} {path!r} cannot be mounted: pyxis and docker read SRC:DST[:FLAGS] "
+            "entries, comma-separated; use a path without commas, colons or newlines"
         )
     return path
 
@@ -127,7 +127,7 @@ def resolve_mounts(ctx: Context) -> Mounts:
         root, rule = _absolute("llm_models_root", root), "llm_models_root input"
     else:
         root, rule = DEFAULT_MODELS_ROOT, "default"
-    root = ctx.trace.chose("llm_models_root", root, rule)
+    root = _check_mountable("llm_models_root", ctx.trace.chose("llm_models_root", root, rule))
     home = _check_mountable("home", resolve_home(ctx))
     project = _check_mountable("project", resolve_project(ctx))
     models, models_host = _models_entries(ctx, root)

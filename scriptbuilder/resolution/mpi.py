@@ -35,10 +35,8 @@ def step_mpi(
     pmix plugin is needed, a requested one that names pmix wins over the
     cluster's, then bare ``pmix``; pytest and custom take a requested plugin as is."""
     pmix = requested if names_pmix(requested) else cluster or BARE_PMIX
-    if kind == "eval":
-        # trtllm-eval inits MPI at import; without a known cluster (the drop-in) a
-        # single task keeps no --mpi, as build_slurm_script.py did
-        return pmix if ntasks > 1 or cluster is not None else None
+    if kind == "eval":  # trtllm-eval initialises MPI when it loads, even for one task
+        return pmix
     if kind == "bench":
         return pmix if ntasks > 1 else None
     if requested is not None:

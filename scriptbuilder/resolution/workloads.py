@@ -10,6 +10,7 @@ from typing import TypeVar
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.command_args import CommandArgError
+from scriptbuilder.inputs.command_check import short
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mounts import Mounts
 from scriptbuilder.resolution.mpi import RULES, step_mpi
@@ -19,8 +20,9 @@ from scriptbuilder.script.plan import TaskShape
 T = TypeVar("T")
 
 MAX_DEVICES = 8
-#: Letters, digits (``str.isalnum``), ``_``, ``.`` and ``-``.
-_MODEL_NAME = re.compile(r"[\w.-]*")
+MAX_MODEL_NAME_BYTES = 200  # with "_auto_test.slurm", within a file name's 255
+#: Letters, digits, ``_``, ``.`` and ``-``; a letter or digit first (as docker names containers).
+_MODEL_NAME = re.compile(r"[^\W_][\w.-]*")
 
 
 @dataclass(frozen=True)
@@ -78,10 +80,11 @@ def model_name(ctx: Context, derived: str | None, rule: str) -> str:
             "and the script); pass model_name"
         )
     ctx.trace.chose("model_name", name, "model_name input" if req.model_name else rule)
-    if _MODEL_NAME.fullmatch(name) is None:
+    if _MODEL_NAME.fullmatch(name) is None or len(name.encode()) > MAX_MODEL_NAME_BYTES:
         raise BuildError(
-            f"model_name {name!r} may hold only letters, digits, '.', '_' and '-' (it names "
-            "files and the job); pass a simpler model_name"
+            f"model_name {short(name)} must start with a letter or digit, then hold only letters,"
+            f" digits, '.', '_' and '-', at most {MAX_MODEL_NAME_BYTES} bytes (it names files, "
+            "the job and the container); pass a simpler model_name"
         )
     return name
 
@@ -100,11 +103,9 @@ def gpus_per_node(
     if override is not None:
         return ctx.trace.chose("gpus_per_node", override, f"{flag} in the command")
     if place.gpus_per_node is None:
-        where = "env_check.gpus_per_node is not set"
-        if ctx.is_slurm:
-            where = f"slurm_env partition {ctx.request.partition} has no gpus_per_node"
-        raise BuildError(
-            f"gpus_per_node is unknown ({where}); pass env_check.gpus_per_node "
-            "or fix the Slurm probe output"
-        )
+        fix = "env_check.gpus_per_node is not set; pass it"
+        if ctx.is_slurm:  # the partition's own count or gres, as the probe records them
+            fix = f"slurm_env partition {ctx.request.partition} has no gpus_per_node or gres; "
+            fix += "rerun the Slurm probe or set the partition's gpus_per_node in slurm_env.json"
+        raise BuildError(f"gpus_per_node is unknown: {fix}")
     return place.gpus_per_node

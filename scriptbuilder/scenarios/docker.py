@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scriptbuilder.inputs.command_check import MAX_ARG_BYTES
 from scriptbuilder.scenarios.base import PRINT_LINE, Scenario, step_banner
 from scriptbuilder.script import tree
 from scriptbuilder.script.plan import TaskShape, WorkflowPlan
 
 CAPABILITIES = ("SYS_PTRACE", "SYS_ADMIN", "DAC_READ_SEARCH")
+_ERREXIT_ON, _ERREXIT_OFF = (tree.Run(tree.Command.of("set", flag)) for flag in ("-e", "+e"))
 
 
 @dataclass(frozen=True)
@@ -28,20 +30,20 @@ def _option(name: str, value: str | None = None) -> tree.SrunOption:
 def _payload(plan: WorkflowPlan, secrets: tuple[str, ...]) -> tree.Command:
     """``bash -c`` running each step in a subshell of its own, in turn, with the
     step's arguments as its positional parameters, after printing its banner;
-    the first failure ends the run."""
-    body: list[tree.Statement] = [tree.Run(tree.Command.of("set", "-e"))]
+    the first failure ends the run (``set -e`` is off inside a step, as at a prompt)."""
+    body: list[tree.Statement] = [_ERREXIT_ON]
     args: list[str] = []
 
     def ref(value: str) -> tree.Word:
         args.append(value)
         return tree.Word.of(tree.Var(str(len(args))))
 
-    for step in plan.steps:
-        body.append(
-            tree.Run(tree.Command.of("printf", PRINT_LINE, ref(step_banner(step, secrets))))
-        )
+    for step in plan.steps:  # a banner is one argument: cut to what one can hold
+        banner = step_banner(step, secrets).encode()[:MAX_ARG_BYTES].decode(errors="ignore")
+        body.append(tree.Run(tree.Command.of("printf", PRINT_LINE, ref(banner))))
         refs = tuple(ref(value) for value in step.args)
-        body.append(tree.Subshell(step.body, refs or None))
+        own = step.body[:1] == (_ERREXIT_ON,)  # the install step sets -e itself
+        body.append(tree.Subshell(step.body if own else (_ERREXIT_OFF, *step.body), refs or None))
     return tree.Command.of("bash", "-c", tree.ScriptText(tuple(body)), "job", *args)
 
 

@@ -64,6 +64,7 @@ _CLEAR_MPI_ENV = tree.ClearEnv(MPI_ENV_PREFIXES, MPI_ENV_KEEP)
 
 def _srun(step: Step, container: Container) -> tree.Srun:
     shape = step.shape
+    workdir = container.project if step.in_project and container.project else container.workdir
     options = (
         _LABEL_OUTPUT,
         _option("--nodes", str(shape.nodes)),
@@ -73,7 +74,7 @@ def _srun(step: Step, container: Container) -> tree.Srun:
         _option("--container-image", container.image),
         _option("--container-name", container.name),
         _option("--container-mounts", container.mounts),
-        _option("--container-workdir", container.workdir),
+        _option("--container-workdir", workdir),
         _KILL_ON_BAD_EXIT,
     )
     script = tree.ScriptText((_CLEAR_MPI_ENV, *step.body) if step.clear_mpi_env else step.body)

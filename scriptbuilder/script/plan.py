@@ -28,6 +28,7 @@ class Step:
     args: tuple[str, ...] = ()
     clear_mpi_env: bool = False
     command: str | None = None
+    in_project: bool = False  # runs in the checkout (Container.project), as the install does
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,7 @@ class Container:
     name: str
     mounts: str
     workdir: str
+    project: str | None = None  # the checkout, when ``workdir`` is another folder
 
 
 @dataclass(frozen=True, slots=True)

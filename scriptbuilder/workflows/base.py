@@ -108,6 +108,6 @@ class Workflow(ABC):
         """The exports and the steps; first one install task on every node unless
         ``install`` is False (the image already holds the project)."""
         per_node = TaskShape(nodes=shape.nodes, ntasks=shape.nodes, ntasks_per_node=1)
-        install_step = Step(label="install the project", body=self.install_body, shape=per_node)
+        install_step = Step("install the project", self.install_body, per_node, in_project=True)
         steps = (install_step,) if install else ()
         return WorkflowPlan(env=self.env(), steps=(*steps, *self.workload_steps(shape)))

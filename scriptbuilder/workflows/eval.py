@@ -35,9 +35,8 @@ def _rewrite_model(ctx: Context, cmd: str, model: FlagValue, mounts: Mounts) -> 
     found = find_model_dir(Path(host), name) if host and Path(host).is_dir() else None
     if found is None:
         ctx.trace.warn(
-            f"model {value!r} was not found under the models mount "
-            f"({host or 'host folder unknown'}, depth 3); trtllm-eval will try to download it "
-            "from Hugging Face"
+            f"model {value!r} was not found under the models mount ({host or 'host unknown'}, "
+            "depth 3); trtllm-eval will try to download it from Hugging Face"
         )
         return cmd
     rel = found.relative_to(host).as_posix()  # type: ignore[arg-type]

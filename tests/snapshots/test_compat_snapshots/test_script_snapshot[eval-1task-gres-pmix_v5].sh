@@ -76,12 +76,13 @@ if [ "${rc}" -eq 0 ]; then
     --nodes=1 \
     --ntasks=1 \
     --ntasks-per-node=1 \
+    --mpi=pmix_v5 \
     '--container-image=nvcr.io#nvidia/tensorrt-llm:1.0' \
     --container-name=llama_eval \
     --container-mounts=/home/user:/home/user,/lustre/models:/models \
     --container-workdir=/home/user/TensorRT-LLM \
     --kill-on-bad-exit=1 \
-    bash -c 'for __sb_name in $(compgen -e); do case "${__sb_name}" in SLURM_PROCID|SLURM_LOCALID) ;; OMPI_*|ORTE_*|OPAL_*|PMI*|MPI_*|SLURM_*) unset "${__sb_name}" ;; esac; done; unset -v __sb_name; printf -v __sb_command %s "$@"; set --; eval "unset -v __sb_command; ${__sb_command}"' step 'trtllm-eval --model /models/llama --tp_size 4 gsm8k' &
+    bash -c 'printf -v __sb_command %s "$@"; set --; eval "unset -v __sb_command; ${__sb_command}"' step 'trtllm-eval --model /models/llama --tp_size 4 gsm8k' &
   step_pid="$!"
   wait "${step_pid}"
   rc=$?

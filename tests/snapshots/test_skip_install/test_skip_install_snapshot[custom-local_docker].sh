@@ -21,7 +21,7 @@ docker run \
   --name=demo_custom \
   --workdir=<REPO> \
   urm.nvidia.com/sw-tensorrt-docker/tensorrt-llm-staging/tritondevel:x86_64-tritondevel-torch_skip-cca75fa-github-pr-9225-1249 \
-  bash -c 'set -e; printf '\''%s\n'\'' "$1"; (set -- "$2"; bash -c "$1" slurm_run_custom.sh)' job '==> run the custom command: python3 -c '\''print("hi")'\'' && echo "$HOME"' '#!/bin/bash
+  bash -c 'set -e; printf '\''%s\n'\'' "$1"; (set -- "$2"; set +e; bash -c "$1" slurm_run_custom.sh)' job '==> run the custom command: python3 -c '\''print("hi")'\'' && echo "$HOME"' '#!/bin/bash
 # Runs a custom command inside a job step, once per task.
 #   CUSTOM_ENV      optional shell assignments applied first, e.g. A=1 B="x y"
 #   CUSTOM_WORKDIR  optional directory to run in
