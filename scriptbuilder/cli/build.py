@@ -30,11 +30,9 @@ from scriptbuilder.version import __version__
 PROG = "scriptbuilder"
 #: ``scriptbuilder schema NAME`` -> the model.
 SCHEMAS: dict[str, type[BaseModel]] = {
-    "request": BuildRequest,
-    "slurm-env": SlurmEnv,
-    "job-spec": JobSpec,
-    "build-result": BuildOutcome,
-}
+    "request": BuildRequest, "slurm-env": SlurmEnv,
+    "job-spec": JobSpec, "build-result": BuildOutcome,
+}  # fmt: skip
 #: The commands of the job's life after the build (:mod:`scriptbuilder.cli.lifecycle`).
 LIFECYCLE_COMMANDS = ("submit", "status", "watch", "cancel", "release")
 
