@@ -42,7 +42,7 @@ def _payload(plan: WorkflowPlan, secrets: tuple[str, ...]) -> tree.Command:
         banner = step_banner(step, secrets).encode()[:MAX_ARG_BYTES].decode(errors="ignore")
         body.append(tree.Run(tree.Command.of("printf", PRINT_LINE, ref(banner))))
         refs = tuple(ref(value) for value in step.args)
-        own = step.body[:1] == (_ERREXIT_ON,)  # the install step sets -e itself
+        own = step.body[:1] == (_ERREXIT_ON,)  # a step that sets -e itself (the install)
         body.append(tree.Subshell(step.body if own else (_ERREXIT_OFF, *step.body), refs or None))
     return tree.Command.of("bash", "-c", tree.ScriptText(tuple(body)), "job", *args)
 
