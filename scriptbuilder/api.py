@@ -156,9 +156,7 @@ def build_many(
     results = []
     for index, request in enumerate(requests):
         try:
-            job = one(request, **readers)
+            results.append(BuildResult(index, job=one(request, **readers)))
         except BuildError as exc:
             results.append(BuildResult(index, error=exc))
-        else:
-            results.append(BuildResult(index, job=job))
     return results

@@ -74,9 +74,7 @@ _NEEDED = {
 def default_clock() -> datetime:
     """Local time, or ``SOURCE_DATE_EPOCH`` (UTC) when set, for reproducible output."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch:
-        return datetime.fromtimestamp(int(epoch), tz=timezone.utc)
-    return datetime.now()
+    return datetime.fromtimestamp(int(epoch), tz=timezone.utc) if epoch else datetime.now()
 
 
 def _non_empty(ctx: click.Context, param: click.Parameter, value: str) -> str:

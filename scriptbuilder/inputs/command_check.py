@@ -180,9 +180,7 @@ def _count(value: object) -> int | None:
     """A partition's node count (slurm_env.json writes it as a string), if known."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    return None
+    return int(value) if isinstance(value, str) and value.strip().isdigit() else None
 
 
 def check_counts(

@@ -98,6 +98,4 @@ def read_properties(path: str | Path) -> dict[str, str]:
 def image_for_arch(props: dict[str, str], arch: str) -> str | None:
     """The image for ``arch`` by its exact key (``LLM_SBSA_DOCKER_IMAGE_12_9`` never matches)."""
     key = ARCH_KEYS.get(normalize_arch(arch))
-    if key is None:
-        return None
-    return props.get(key) or None
+    return None if key is None else props.get(key) or None

@@ -117,10 +117,9 @@ class PerfTestId:
 
 
 def parse_perf_test_id(test: str, config_dirs: list[Path] | None = None) -> PerfTestId | None:
-    """A perf-sanity test id (a trailing ``TIMEOUT (N)`` ignored); None when ``test``
-    is not one. In ``aggr-<stem>-<server>`` both parts may contain ``-``: the stem
-    is the longest prefix naming a ``.yaml``/``.yml`` in ``config_dirs``, else the
-    text before the last ``-``."""
+    """A perf-sanity test id (a trailing ``TIMEOUT (N)`` ignored); None when ``test`` is not one. In
+    ``aggr-<stem>-<server>`` both parts may contain ``-``: the stem is the longest prefix naming a
+    ``.yaml``/``.yml`` in ``config_dirs``, else the text before the last ``-``."""
     match = _TEST_ID.search(_TIMEOUT_SUFFIX.sub("", test.strip()))
     if match is None:
         return None

@@ -1,11 +1,10 @@
-"""Writing generated files: each to a temporary file in the same folder
-(``.<name>.<pid>.tmp``), flushed and renamed over the old one, so a reader sees
-the earlier file or the new one, never half of one.
+"""Writing generated files: each to a temporary file in the same folder (``.<name>.<pid>.tmp``),
+flushed and renamed over the old one, so a reader sees the earlier file or the new one, never half
+of one.
 
-Builds into one work_dir hold an exclusive ``fcntl`` lock on
-``<work_dir>/.scriptbuilder.lock`` (an empty file, kept) while they write; under
-it a build removes the temporary files of killed builds and turns the earlier
-layout (links into ``.scriptbuilder/current``) into plain files.
+Builds into one work_dir hold an exclusive ``fcntl`` lock on ``<work_dir>/.scriptbuilder.lock`` (an
+empty file, kept) while they write; under it a build removes the temporary files of killed builds
+and turns the earlier layout (links into ``.scriptbuilder/current``) into plain files.
 """
 
 from __future__ import annotations

@@ -27,9 +27,8 @@ _MODEL_NAME = re.compile(r"[^\W_][\w.-]*")
 
 @dataclass(frozen=True)
 class Placement:
-    """What a workflow resolves against: the image, the mounts, and the GPUs of
-    the Slurm partition ``target`` or, under Docker (``target`` None), of this
-    machine (``available``: GPUs visible)."""
+    """What a workflow resolves against: the image, the mounts, and the GPUs of the Slurm partition
+    ``target`` or, under Docker (``target`` None), of this machine (``available``: GPUs visible)."""
 
     image: str
     mounts: Mounts

@@ -1,12 +1,11 @@
 """The one place where script text is produced: tree in, text out.
 
-Quoting by construction: a literal word is bare when every character is safe, else
-single-quoted; a word with run-time parts is double-quoted, its literals escaped;
-``#SBATCH`` values bare or double-quoted as sbatch's parser reads them. A character
-sbatch, bash, shellcheck or a line-based reader would treat specially (control
-characters, DEL, U+2028/9, the unicode quotes shellcheck warns about) is written in
-``$'...'`` as ``\\xHH`` escapes of its UTF-8 bytes (never locale-dependent ``\\u``); a
-surrogateescape byte (U+DC80..U+DCFF) as that byte.
+Quoting by construction: a literal word is bare when every character is safe, else single-quoted; a
+word with run-time parts is double-quoted, its literals escaped; ``#SBATCH`` values bare or
+double-quoted as sbatch's parser reads them. A character sbatch, bash, shellcheck or a line-based
+reader would treat specially (control characters, DEL, U+2028/9, the unicode quotes shellcheck warns
+about) is written in ``$'...'`` as ``\\xHH`` escapes of its UTF-8 bytes (never locale-dependent
+``\\u``); a surrogateescape byte (U+DC80..U+DCFF) as that byte.
 """
 
 from __future__ import annotations
@@ -90,16 +89,12 @@ def _single_quoted(text: str) -> str:
 
 def quote_literal(text: str) -> str:
     """Quote ``text`` so the shell reads it back unchanged as one word."""
-    if _SAFE.fullmatch(text) or text in ("[", "]"):
-        return text
-    return _single_quoted(text)
+    return text if _SAFE.fullmatch(text) or text in ("[", "]") else _single_quoted(text)
 
 
 def one_line_command(text: str) -> str:
     """``text`` as one line that runs the same pasted into bash (else ``eval $'...'``)."""
-    if _LINE_SPECIAL.search(text) is None:
-        return text
-    return "eval " + _ansi_c(text, _LINE_SPECIAL)
+    return text if _LINE_SPECIAL.search(text) is None else "eval " + _ansi_c(text, _LINE_SPECIAL)
 
 
 def _dq_escape(text: str) -> str:

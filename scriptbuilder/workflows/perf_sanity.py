@@ -1,6 +1,5 @@
-"""Perf-sanity / benchmark (procedure Category 4): resolution checks what the
-checkout's submit.py would trip on and builds its argv; ``BuiltJob.write`` runs it,
-and it writes the launch script."""
+"""Perf-sanity / benchmark (procedure Category 4): resolution checks what the checkout's submit.py
+would trip on and builds its argv; ``BuiltJob.write`` runs it, and it writes the launch script."""
 
 from __future__ import annotations
 
@@ -230,11 +229,10 @@ def _size(section: dict[str, Any], where: str, path: Path) -> int:
 
 
 def topology(config: PerfConfig, server_name: str | None, benchmark_mode: str | None) -> Topology:
-    """GPUs and nodes submit.py will ask for: aggregated, ``tp * pp * cp`` of the server
-    (without a name, the largest) on ``ceil(gpus / gpus_per_node)`` nodes;
-    disaggregated, the sum over the ctx and gen servers (``ctx_only``: one ctx
-    server; ``gen_only`` with ``benchmark.mode`` containing ``gen_only_no_context``:
-    the gen servers only)."""
+    """GPUs and nodes submit.py will ask for: aggregated, ``tp * pp * cp`` of the server (without a
+    name, the largest) on ``ceil(gpus / gpus_per_node)`` nodes; disaggregated, the sum over the ctx
+    and gen servers (``ctx_only``: one ctx server; ``gen_only`` with ``benchmark.mode`` containing
+    ``gen_only_no_context``: the gen servers only)."""
     gpn, raw, path = config.gpus_per_node, config.raw, config.path
     if not config.disaggregated:
         servers = raw.get("server_configs")
