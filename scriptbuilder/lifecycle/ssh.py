@@ -37,6 +37,10 @@ CONNECT_TIMEOUT_SECONDS = 20
 #: The remote snippets' exit status for a missing file.
 _MISSING = 66
 _READ = 'if [ -f "$1" ]; then exec {tool} -c "$2" -- "$1"; fi; exit {missing}'
+# from byte $3 (0 the first): tail seeks there in a regular file, head stops the read
+_READ_RANGE = (
+    'if [ -f "$1" ]; then tail -c "+$(($3 + 1))" -- "$1" | head -c "$2"; exit 0; fi; exit {missing}'
+)
 _WRITE = (
     'tmp="$1.tmp$$"; umask 077; '
     'if cat > "$tmp" && chmod "$2" "$tmp" && mv -f -- "$tmp" "$1"; then exit 0; fi; '
@@ -162,9 +166,14 @@ class SshTransport:
                 said = lines[-1] if lines else pattern.pattern
                 raise TransportError(f"ssh {self._target()}: {said.rstrip('.')}; {fix}")
 
-    def _read(self, tool: str, path: str, max_bytes: int) -> bytes | None:
-        snippet = _READ.format(tool=tool, missing=_MISSING)
-        result = self.run(["sh", "-c", snippet, "sh", path, str(max_bytes)])
+    def _read(
+        self, tool: str, path: str, max_bytes: int, offset: int | None = None
+    ) -> bytes | None:
+        if offset is None:
+            snippet, extra = _READ.format(tool=tool, missing=_MISSING), []
+        else:
+            snippet, extra = _READ_RANGE.format(missing=_MISSING), [str(offset)]
+        result = self.run(["sh", "-c", snippet, "sh", path, str(max_bytes), *extra])
         if result.returncode == _MISSING:
             return None
         if result.returncode != 0:
@@ -179,6 +188,9 @@ class SshTransport:
 
     def read_head(self, path: str, max_bytes: int) -> bytes | None:
         return self._read("head", path, max_bytes)
+
+    def read_range(self, path: str, offset: int, max_bytes: int) -> bytes | None:
+        return self._read("tail", path, max_bytes, offset)
 
     def write_file(self, path: str, data: bytes, mode: int) -> None:
         result = self.run(["sh", "-c", _WRITE, "sh", path, f"{mode:o}"], stdin=data)

@@ -44,6 +44,10 @@ class Transport(Protocol):
         """At most the first ``max_bytes`` of ``path``; None when it does not exist."""
         ...
 
+    def read_range(self, path: str, offset: int, max_bytes: int) -> bytes | None:
+        """At most ``max_bytes`` of ``path`` from byte ``offset``; None when it does not exist."""
+        ...
+
     def write_file(self, path: str, data: bytes, mode: int) -> None:
         """``path`` holds ``data`` with permission bits ``mode``."""
         ...
@@ -81,8 +85,12 @@ class LocalTransport:
             return None
 
     def read_head(self, path: str, max_bytes: int) -> bytes | None:
+        return self.read_range(path, 0, max_bytes)
+
+    def read_range(self, path: str, offset: int, max_bytes: int) -> bytes | None:
         try:
             with open(path, "rb") as f:
+                f.seek(offset)
                 return f.read(max_bytes)
         except (FileNotFoundError, NotADirectoryError):
             return None
