@@ -17,6 +17,8 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
+from scriptbuilder.campaign.build import BuiltCampaign
+from scriptbuilder.campaign.build import build_campaign as _build_campaign
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.command_check import check_request
 from scriptbuilder.inputs.earlier_job_spec import JOB_SPEC, read_earlier_job_spec
@@ -37,7 +39,7 @@ from scriptbuilder.scenarios.slurm import check_log_name_part
 
 SlurmEnvReader = Callable[[str], tuple[SlurmEnv, dict[str, Any]]]
 __all__ = ["BuildResult", "BuiltJob", "OutputFile", "SubmitRun", "build", "build_many"]
-__all__ += ["load_request", "sweep_readers"]
+__all__ += ["BuiltCampaign", "build_campaign", "load_request", "sweep_readers"]
 
 
 def load_request(data: Mapping[str, Any] | BuildRequest) -> BuildRequest:
@@ -66,6 +68,11 @@ def build(
     writes nothing. ``ssh`` asks the remote home (:mod:`.inputs.remote_home`); the readers
     read slurm_env.json and a checkout's test-db lists (build_many reads each once)."""
     req = load_request(request)
+    if req.is_campaign:
+        raise BuildError(
+            "test_list/test_db: this request is a campaign of jobs; build it with "
+            "build_campaign (scriptbuilder build does)"
+        )
     environ = os.environ if environ is None else environ
     ctx = Context(req, env_info=env_info, environ=environ, read_test_stages=read_test_stages)
     ctx.machine, ctx.clock, ctx.ssh = machine or ctx.machine, clock or ctx.clock, ssh or ctx.ssh
@@ -113,6 +120,25 @@ def build(
     image, mounts = resolve_image(ctx), resolve_mounts(ctx)
     target = resolve_slurm_target(ctx) if ctx.is_slurm else None
     return assemble(ctx, choose_route(ctx, image, mounts, target))
+
+
+def build_campaign(
+    request: Mapping[str, Any] | BuildRequest,
+    *,
+    environ: Mapping[str, str] | None = None,
+    machine: Callable[[], str] | None = None,
+    env_info: EnvInfo | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> BuiltCampaign:
+    """The campaign of a ``test_list`` or ``test_db`` request (:mod:`.campaign`): one job
+    per planned group of tests, each built by :func:`build`; writes nothing until
+    ``BuiltCampaign.write()``. Each slurm_env.json and test-db list is read once."""
+    req = load_request(request)
+    if not req.is_campaign:
+        raise BuildError("build_campaign needs test_list or test_db; pass one (or call build)")
+    readers = sweep_readers()
+    one = partial(build, environ=environ, machine=machine, env_info=env_info, clock=clock)
+    return _build_campaign(req, partial(one, **readers), **readers)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ LAYERS = (
     ("scriptbuilder.outputs",),
     ("scriptbuilder.job",),
     ("scriptbuilder.lifecycle",),
+    ("scriptbuilder.campaign",),
     ("scriptbuilder.api", "scriptbuilder"),
     ("scriptbuilder.cli", "scriptbuilder.__main__"),
 )

@@ -53,7 +53,24 @@ KINDS.update(
     skip_install=FLAG,
     monitor_timeout=(["1h", "30m", "3600s", "01:30:00"], ["1 h", "2hours", 5, "1h\n", "1:5:0"]),
     slurm_password=(["pw", "a\nb $x"], [5, True, ["pw"]]),
+    default_test_minutes=([1, 2.5, None], [0, -1.0, "10", True]),
+    max_jobs=COUNT,
+    share_node=FLAG,
+    test_db=(
+        [{"context": "l0"}, {"context": "l0", "gpus": 4, "terms": {"cpu": "x86_64", "n": 1}}],
+        [
+            "l0",
+            {},
+            {"context": ""},
+            {"context": "l0", "gpus": 0},
+            {"context": "l0", "nope": 1},
+            {"context": "l0", "gpus": 4, "terms": {"system_gpu_count": 4}},
+            {"context": "l0\nx"},
+        ],
+    ),
 )
+#: Fields given in place of test_cmd, tried on a pytest request without one.
+CAMPAIGN_FIELDS = ("test_list", "test_db")
 for _name in ("test_cmd", "eval_cmd", "bench_cmd", "custom_cmd", "custom_env"):
     KINDS[_name] = TEXT
 for _name in BuildRequest.model_fields:
@@ -110,7 +127,10 @@ def _cli_outcome(path: Path, data: dict[str, Any]) -> str | None:
 def test_api_cli_and_model_agree(
     build_env: BuildEnv, tmp_path: Path, name: str, value: Any, valid: bool
 ) -> None:
-    data = build_env.request("custom")
+    if name in CAMPAIGN_FIELDS:
+        data = build_env.request("pytest", test_cmd=None)
+    else:
+        data = build_env.request("custom")
     if value is None:
         data.pop(name, None)
     else:

@@ -15,12 +15,14 @@ from typing import Any
 import click
 from pydantic import BaseModel
 
-from scriptbuilder.api import BuiltJob, build, sweep_readers
+from scriptbuilder.api import BuiltJob, build, build_campaign, load_request, sweep_readers
+from scriptbuilder.campaign.build import CAMPAIGN_JSON
 from scriptbuilder.cli.group import Group, fail, os_error_message, write_out
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.env_info import FileEnvInfo
 from scriptbuilder.inputs.request_file import decoded, parse_json, read_request
 from scriptbuilder.models.build_result import BuildOutcome, TraceEntry
+from scriptbuilder.models.campaign import CampaignFile
 from scriptbuilder.models.job_spec import JobSpec
 from scriptbuilder.models.request import BuildRequest
 from scriptbuilder.models.slurm_env import SlurmEnv
@@ -31,7 +33,7 @@ PROG = "scriptbuilder"
 #: ``scriptbuilder schema NAME`` -> the model.
 SCHEMAS: dict[str, type[BaseModel]] = {
     "request": BuildRequest, "slurm-env": SlurmEnv,
-    "job-spec": JobSpec, "build-result": BuildOutcome,
+    "job-spec": JobSpec, "build-result": BuildOutcome, "campaign": CampaignFile,
 }  # fmt: skip
 #: The commands of the job's life after the build (:mod:`scriptbuilder.cli.lifecycle`).
 LIFECYCLE_COMMANDS = ("submit", "status", "watch", "cancel", "release")
@@ -91,10 +93,36 @@ def _outcome(
     return result
 
 
+def run_campaign(
+    req: BuildRequest, *, dry_run: bool, explain: bool, info: FileEnvInfo | None
+) -> None:
+    """``scriptbuilder build`` of a test_list or test_db request: plan and build every
+    job, then print the plan (``dry_run``, with campaign.json) or write the campaign."""
+    built = build_campaign(req, env_info=info)
+    out: list[str] = []
+    if explain:
+        out.append("Plan (value <- rule):\n")
+        out += [f"  {line}\n" for line in built.explanation]
+        out.append("\n")
+    plan = [f"{line}\n" for line in built.plan_lines]
+    if dry_run:
+        out += [*plan, f"# --- {CAMPAIGN_JSON} (not written)\n", built.campaign_json]
+        write_out("".join(out))
+        return
+    if out:
+        write_out("".join(out))
+    built.write()
+    write_out("".join(plan))
+
+
 def run_build(request: str, *, dry_run: bool, explain: bool, env_info: str | None) -> None:
     """``scriptbuilder build``: resolve, then print (``dry_run``) or write the job."""
     info = _env_info(env_info)
-    job = build(read_request(request), env_info=info)
+    req = load_request(read_request(request))
+    if req.is_campaign:
+        run_campaign(req, dry_run=dry_run, explain=explain, info=info)
+        return
+    job = build(req, env_info=info)
     out: list[str] = []
     if explain:
         out.append("Resolved values (value <- rule):\n")

@@ -20,7 +20,8 @@ from scriptbuilder.errors import BuildError
 MAX_REQUEST_BYTES = 2 * 1024 * 1024
 #: Local paths that a request file may give relative to its own folder.
 LOCAL_PATH_FIELDS = (
-    "work_dir", "repo_root", "skill_dir", "slurm_env_file", "custom_script", "perf_config_yaml"
+    "work_dir", "repo_root", "skill_dir", "slurm_env_file", "custom_script", "perf_config_yaml",
+    "test_list",
 )  # fmt: skip
 #: libyaml's safe loader: several times faster, and it refuses nesting beyond 1,000 levels
 #: at once (the pure-Python loader, without libyaml, is quadratic in the nesting).

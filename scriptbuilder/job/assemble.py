@@ -146,7 +146,9 @@ def _slurm_job(ctx: Context, place: Placement, target: SlurmTarget, workload: Wo
     req, image, mounts = ctx.request, place.image, place.mounts
     workflow, model, shape = workload.workflow, workload.model_name, workload.shape
     _check_counts(ctx, target, shape.nodes, shape.ntasks)
-    gres = gres_flag(ctx, target, workload.required_devices if workload.exact_devices else None)
+    devices = workload.required_devices
+    share = devices if req.share_node else None
+    gres = gres_flag(ctx, target, devices if workload.exact_devices else None, share)
     # The logs, the script and the container are named after the model, the job as asked.
     log_name = workflow.job_name(model)
     rule = "job_name input" if req.job_name else f"<model_name>_{workflow.job_suffix}"

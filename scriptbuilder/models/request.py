@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from scriptbuilder.models.defaults import DEFAULT_SECRET_PATTERNS
@@ -48,6 +57,40 @@ class EnvCheck(BaseModel):
     )
 
 
+class TestDbSelection(BaseModel):
+    """A test-db context and the values its blocks' ``condition`` is matched against."""
+
+    __test__ = False  # not a pytest test class
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    context: OneLine = Field(
+        min_length=1,
+        description="The test-db list: tests/integration/test_lists/test-db/<context>.yml.",
+    )
+    gpus: int | None = Field(None, ge=1, description="system_gpu_count (ranges).")
+    gpu: OneLine | None = Field(None, description="GPU name, matched by the gpu wildcards.")
+    stage: OneLine | None = Field(None, description="stage term, e.g. pre_merge.")
+    backend: OneLine | None = Field(None, description="backend term, e.g. pytorch.")
+    terms: dict[str, OneLine | int | bool] = Field(
+        default_factory=dict,
+        description="Any other condition key by name (orchestrator, auto_trigger, cpu, "
+        "linux_distribution_name, ...).",
+    )
+
+    @field_validator("terms")
+    @classmethod
+    def _no_key_twice(cls, terms: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        named = {"gpus": "system_gpu_count", "gpu": "gpu", "stage": "stage", "backend": "backend"}
+        for name, key in named.items():
+            if info.data.get(name) is not None and key in terms:
+                raise PydanticCustomError(
+                    "test_db_twice",
+                    "gives {key}, also given as {name}; keep one",
+                    {"key": key, "name": name},
+                )
+        return terms
+
+
 class BuildRequest(BaseModel):
     """Every input field of the script-builder procedure.
 
@@ -67,6 +110,31 @@ class BuildRequest(BaseModel):
     )
     repo_root: OneLine | None = Field(None, description="Local TensorRT-LLM checkout.")
     test_cmd: Text | None = Field(None, description="pytest command line (pytest, perf-sanity).")
+    test_list: OneLine | None = Field(
+        None,
+        description="A list file of test ids in TensorRT-LLM's line grammar (pytest, instead "
+        "of test_cmd): a campaign of jobs is built into work_dir.",
+    )
+    test_db: TestDbSelection | None = Field(
+        None,
+        description="A test-db context and selection (pytest, instead of test_cmd): every "
+        "test of every matching block, as a campaign of jobs built into work_dir.",
+    )
+    default_test_minutes: float = Field(
+        10.0,
+        gt=0,
+        description="A campaign entry's minutes when neither .test_durations nor a TIMEOUT "
+        "marker gives them.",
+    )
+    max_jobs: int | None = Field(
+        None, ge=1, description="At most this many jobs in a campaign (default: no cap)."
+    )
+    share_node: bool | None = Field(
+        None,
+        description="true: a Slurm job asks for exactly the GPUs its tests need "
+        "(--gres=gpu:N), so other jobs can share the node (campaign jobs always do). "
+        "Default: the whole node's GPUs.",
+    )
     eval_cmd: Text | None = Field(None, description="trtllm-eval command line (eval).")
     bench_cmd: Text | None = Field(
         None,
@@ -177,3 +245,26 @@ class BuildRequest(BaseModel):
         description="Secret custom_env values are read from the job's environment at run "
         "time instead of being written into the script.",
     )
+
+    @field_validator("test_list", "test_db")
+    @classmethod
+    def _one_test_source(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is None:
+            return value
+        for other in ("test_cmd", "test_list"):
+            if other != info.field_name and info.data.get(other) is not None:
+                raise PydanticCustomError(
+                    "test_source",
+                    "replaces {other}, which is given too; pass one of them",
+                    {"other": other},
+                )
+        if info.data.get("workflow_type") != "pytest":
+            raise PydanticCustomError(
+                "test_source", "is a list of pytest tests; pass workflow_type pytest"
+            )
+        return value
+
+    @property
+    def is_campaign(self) -> bool:
+        """A list of tests (``test_list`` or ``test_db``), built as a campaign of jobs."""
+        return self.test_list is not None or self.test_db is not None

@@ -96,12 +96,19 @@ def resolve_slurm_target(ctx: Context) -> SlurmTarget:
     return SlurmTarget(req.partition, req.account, time_limit, gpn, gpu_gres, plugin)
 
 
-def gres_flag(ctx: Context, target: SlurmTarget, exact: int | None = None) -> str | None:
-    """``gpu:<exact>`` when the workload needs exactly that many GPUs, else
-    ``gpu:<gpus_per_node>``, when the partition uses GPU GRES; else None (no line)."""
+def gres_flag(
+    ctx: Context, target: SlurmTarget, exact: int | None = None, share: int | None = None
+) -> str | None:
+    """``gpu:<exact>`` when the workload needs exactly that many GPUs (or asks for just
+    the ``share`` it needs, ``share_node``), else ``gpu:<gpus_per_node>``, when the
+    partition uses GPU GRES; else None (no line)."""
     if target.gpu_gres and exact:
         return ctx.trace.chose(
             "gres", f"gpu:{exact}", f"the tests need exactly {exact} GPUs (partition GPU GRES)"
+        )
+    if target.gpu_gres and share:
+        return ctx.trace.chose(
+            "gres", f"gpu:{share}", "share_node: the GPUs the tests need (partition GPU GRES)"
         )
     if target.gpu_gres and target.gpus_per_node:
         return ctx.trace.chose(
