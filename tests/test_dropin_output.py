@@ -154,3 +154,41 @@ def test_undecodable_argv_bytes_work_with_and_without_output(tmp_path: Path) -> 
     )
     assert to_file.returncode == 0, to_file.stderr
     assert to_stdout.stdout == out.read_bytes()
+
+
+def _file_too_large() -> None:
+    """In the child: files may not grow past 1 KiB, as on a full disk (EFBIG, not a signal)."""
+    import resource
+    import signal
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+
+
+@pytest.mark.parametrize("case", ["missing folder", "unwritable folder", "full disk"])
+def test_a_refused_output_leaves_nothing_it_created(tmp_path: Path, case: str) -> None:
+    """The log folder (and its new parents) made before the script was written is
+    removed again when ``--output`` cannot be written."""
+    log_dir = tmp_path / "new" / "logs"
+    out = {
+        "missing folder": tmp_path / "no" / "such" / "job.slurm",
+        "unwritable folder": Path("/sys/job.slurm"),  # refused even to root
+        "full disk": tmp_path / "job.slurm",
+    }[case]
+    args = [*with_flag(base("pytest", tmp_path), "--log-dir", str(log_dir)), "--output", str(out)]
+    before = sorted(os.listdir(tmp_path))
+    limit = _file_too_large if case == "full disk" else None
+    proc = drop_in(args, preexec_fn=limit)
+    assert proc.returncode in (1, 2) and proc.stdout == b"", proc.stderr
+    (line,) = proc.stderr.decode().splitlines()
+    assert line.startswith(f"build_slurm_script: error: cannot write {out.name} into"), line
+    assert sorted(os.listdir(tmp_path)) == before
+    assert not out.exists()
+
+
+def test_an_existing_log_folder_is_kept_when_output_is_refused(tmp_path: Path) -> None:
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    args = [*with_flag(base("pytest", tmp_path), "--log-dir", str(log_dir)), "--output"]
+    proc = drop_in([*args, str(tmp_path / "no" / "job.slurm")])
+    assert proc.returncode == 2 and log_dir.is_dir() and os.listdir(log_dir) == []

@@ -6,15 +6,18 @@ missing or failing): one line naming what and the fix, exit 2, nothing submitted
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
-import subprocess
-import sys
+from collections.abc import Callable
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from scriptbuilder.cli.build import main
 from scriptbuilder.lifecycle.durations import parse_duration
 from scriptbuilder.lifecycle.logs import TAIL_BYTES, LogView, pytest_summary, read_logs
 from scriptbuilder.lifecycle.record import slurm_log_paths
@@ -144,11 +147,29 @@ def test_exit_codes_are_distinct_and_leave_2_for_bad_input() -> None:
 # ----- bad input ----------------------------------------------------------------------------------
 
 
-def cli(*args: str, path: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PATH": path}
-    return subprocess.run(
-        [sys.executable, "-m", "scriptbuilder", *args], capture_output=True, text=True, env=env
-    )
+@dataclass
+class Done:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Done]:
+    """``scriptbuilder ARGS`` in this process, with ``PATH`` as given."""
+
+    def run(*args: str, path: str) -> Done:
+        monkeypatch.setenv("PATH", path)
+        out, err = io.StringIO(), io.StringIO()
+        code = 0
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                main(list(args))
+            except SystemExit as exc:
+                code = int(exc.code or 0)
+        return Done(code, out.getvalue(), err.getvalue())
+
+    return run
 
 
 def tool(folder: Path, name: str, body: str) -> None:
@@ -164,7 +185,7 @@ def built(build_env: BuildEnv) -> Path:
     return build_env.work_dir
 
 
-def one_line_error(done: subprocess.CompletedProcess[str], *words: str) -> None:
+def one_line_error(done: Done, *words: str) -> None:
     assert done.returncode == 2, done
     assert done.stdout == "" and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert done.stderr.startswith("scriptbuilder: error: "), done.stderr
@@ -172,13 +193,13 @@ def one_line_error(done: subprocess.CompletedProcess[str], *words: str) -> None:
         assert word in done.stderr, done.stderr
 
 
-def test_unbuilt_work_dir(tmp_path: Path) -> None:
+def test_unbuilt_work_dir(tmp_path: Path, cli: Callable[..., Done]) -> None:
     for command in ("submit", "status", "watch", "cancel"):
         done = cli(command, str(tmp_path), path=os.environ["PATH"])
         one_line_error(done, "job_spec.json not found", "run the build again")
 
 
-def test_half_written_work_dir(built: Path, tmp_path: Path) -> None:
+def test_half_written_work_dir(built: Path, tmp_path: Path, cli: Callable[..., Done]) -> None:
     bin_dir = tmp_path / "bin"
     tool(bin_dir, "sbatch", f"echo called >> {tmp_path}/calls; echo 1")
     spec = json.loads((built / "job_spec.json").read_text())
@@ -197,7 +218,7 @@ def test_half_written_work_dir(built: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "calls").exists() and not (built / "run.json").exists()
 
 
-def test_sbatch_missing_or_failing(built: Path, tmp_path: Path) -> None:
+def test_sbatch_missing_or_failing(built: Path, tmp_path: Path, cli: Callable[..., Done]) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     one_line_error(cli("submit", str(built), path=str(empty)), "sbatch: command not found")
@@ -208,33 +229,129 @@ def test_sbatch_missing_or_failing(built: Path, tmp_path: Path) -> None:
     assert not (built / "run.json").exists()
 
 
-def test_submit_once_and_squeue_missing_or_failing(built: Path, tmp_path: Path) -> None:
+def test_submit_once_and_squeue_missing_or_failing(
+    built: Path, tmp_path: Path, cli: Callable[..., Done]
+) -> None:
     bin_dir = tmp_path / "bin"
     tool(bin_dir, "sbatch", f'echo "$@" >> {tmp_path}/calls; echo "4242;cluster"')
     path = str(bin_dir)  # sbatch stub only: no squeue
     done = cli("submit", str(built), path=path)
     assert done.returncode == 0 and json.loads(done.stdout)["job_id"] == "4242", done.stderr
+    assert json.loads(done.stdout)["kind"] == "sbatch"
     one_line_error(cli("submit", str(built), path=path), "already submitted as job 4242")
     assert len((tmp_path / "calls").read_text().splitlines()) == 1
     one_line_error(cli("status", str(built), path=path), "squeue: command not found")
     tool(bin_dir, "squeue", 'echo "squeue: error: Unable to contact slurm controller" >&2; exit 1')
     one_line_error(cli("watch", str(built), path=path), "squeue failed", "controller")
-    done = cli("submit", str(built), "--again", path=path)
-    assert done.returncode == 0 and len((tmp_path / "calls").read_text().splitlines()) == 2
+    # --again over a job that may still run: cancelled first, or nothing is submitted
+    one_line_error(cli("submit", str(built), "--again", path=path), "scancel: command not found")
+    assert len((tmp_path / "calls").read_text().splitlines()) == 1
 
 
-def test_run_json_of_another_build(built: Path, build_env: BuildEnv, tmp_path: Path) -> None:
+#: Slurm once it has forgotten a job: no accounting, and MinJobAge passed.
+FORGOTTEN = {
+    "squeue": 'echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1',
+    "sacct": 'echo "sacct: error: Slurm accounting storage is disabled" >&2; exit 1',
+    "scontrol": 'echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1',
+}
+CLOSING = "Job 4242 finished at Thu Dec 3 21:00:00 UTC 2026 with exit code {}\n"
+
+
+@pytest.mark.parametrize(
+    ("tail", "verdict", "rc"),
+    [
+        ("3 passed in 1.00s\n" + CLOSING.format(0), "PASSED", 0),
+        ("going\n" + CLOSING.format(3), "FAILED", 1),
+        (
+            "Job 4242 reached its time limit (00:01:00) during step 1\n" + CLOSING.format(124),
+            "TIMEOUT",
+            4,
+        ),
+    ],
+)
+def test_a_job_slurm_forgot_ends_by_its_closing_line_and_is_remembered(
+    built: Path, tmp_path: Path, cli: Callable[..., Done], tail: str, verdict: str, rc: int
+) -> None:
     bin_dir = tmp_path / "bin"
     tool(bin_dir, "sbatch", "echo 4242")
-    path = str(bin_dir)  # sbatch stub only: no squeue
+    for name, body in FORGOTTEN.items():
+        tool(bin_dir, name, body)
+    path = f"{bin_dir}:{os.environ['PATH']}"
+    record = json.loads(cli("submit", str(built), path=path).stdout)
+    Path(record["stdout_path"]).write_text("step one\n" + tail)
+    done = cli("status", str(built), "--json", path=path)
+    assert done.returncode == rc, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["verdict"], report["phase"]) == (verdict, "ended"), report
+    assert report["state_source"] == "closing line", report
+    assert json.loads((built / "run.json").read_text())["report"] == report
+    # the end is remembered: later looks ask no scheduler at all (none on PATH)
+    Path(record["stdout_path"]).unlink()
+    again = cli("watch", str(built), "--interval", "0.1s", path=str(tmp_path))
+    assert (again.returncode, json.loads(again.stdout)) == (rc, report), again.stderr
+    short = cli("status", str(built), path=str(tmp_path))
+    assert short.returncode == rc and short.stdout.endswith(f"-> {verdict}\n"), short
+
+
+def test_a_forgotten_job_without_a_closing_line_is_one_line(
+    built: Path, tmp_path: Path, cli: Callable[..., Done]
+) -> None:
+    bin_dir = tmp_path / "bin"
+    tool(bin_dir, "sbatch", "echo 4242")
+    for name, body in FORGOTTEN.items():
+        tool(bin_dir, name, body)
+    path = f"{bin_dir}:{os.environ['PATH']}"
     assert cli("submit", str(built), path=path).returncode == 0
+    one_line_error(cli("status", str(built), path=path), "knows no job 4242", "no closing line")
+    assert "report" not in json.loads((built / "run.json").read_text()) or (
+        json.loads((built / "run.json").read_text())["report"] is None
+    )
+
+
+def test_submit_over_a_job_of_another_build(
+    built: Path, build_env: BuildEnv, tmp_path: Path, cli: Callable[..., Done]
+) -> None:
+    bin_dir = tmp_path / "bin"
+    tool(
+        bin_dir,
+        "sbatch",
+        f"n=0; [ -f {tmp_path}/n ] && read -r n < {tmp_path}/n; n=$((n + 1)); "
+        f"echo $n > {tmp_path}/n; echo $((4242 + n))",
+    )
+    tool(bin_dir, "squeue", 'echo "RUNNING|None|0:05|2026-01-02T03:00:00|2026-01-02T03:00:01"')
+    tool(bin_dir, "scancel", f'echo "$@" >> {tmp_path}/cancelled')
+    path = str(bin_dir)
+    assert json.loads(cli("submit", str(built), path=path).stdout)["job_id"] == "4243"
     build_env.build(build_env.request("custom", persistent_mode=False, custom_cmd="true")).write()
-    for command in ("status", "watch", "cancel"):
-        one_line_error(cli(command, str(built), path=path), "from another build", "--again")
-    assert cli("submit", str(built), path=path).returncode == 0  # the new build's first submit
+    for command in ("status", "watch"):
+        one_line_error(cli(command, str(built), path=path), "from another build", "4243")
+    done = cli("submit", str(built), path=path)
+    one_line_error(done, "holds job 4243 of an earlier build", "running", "--again", "cancel")
+    assert json.loads((built / "run.json").read_text())["job_id"] == "4243"
+    again = cli("submit", str(built), "--again", path=path)
+    assert again.returncode == 0, again.stderr
+    assert again.stderr == f"cancelled job 4243, the earlier run of {built}\n"
+    assert (tmp_path / "cancelled").read_text() == "4243\n"
+    record = json.loads((built / "run.json").read_text())
+    assert record["job_id"] == "4244" and record["replaces"] == {
+        "job_id": "4243",
+        "cancelled": True,
+    }
+    # an earlier build's job that has ended is simply replaced; cancel reaches any build's job
+    build_env.build(build_env.request("custom", persistent_mode=False, custom_cmd="false")).write()
+    assert cli("cancel", str(built), path=path).stdout == "cancelled 4244\n"
+    tool(bin_dir, "squeue", 'echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1')
+    tool(
+        bin_dir,
+        "sacct",
+        'echo "4244|CANCELLED by 0|0:15|00:00:09|2026-01-02T03:00:00|2026-01-02T03:00:01"',
+    )
+    done = cli("submit", str(built), path=path)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert json.loads(done.stdout)["replaces"] is None
 
 
-def test_bad_after_and_durations(built: Path) -> None:
+def test_bad_after_and_durations(built: Path, cli: Callable[..., Done]) -> None:
     path = os.environ["PATH"]
     one_line_error(cli("submit", str(built), "--after", "12;rm", path=path), "--after", "job id")
     done = cli("watch", str(built), "--timeout", "soon", path=path)

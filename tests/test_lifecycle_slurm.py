@@ -308,6 +308,76 @@ def test_second_submit_refused_unless_again(jobs: dict[str, Job]) -> None:
     assert json.loads((job.work_dir / "run.json").read_text())["job_id"] == job.job_id
 
 
+def forgetful_slurm(root: Path) -> Path:
+    """A folder to put first on PATH: Slurm's tools as they answer once Slurm has
+    forgotten a job (no accounting, MinJobAge passed)."""
+    folder = root / "forgetful"
+    folder.mkdir(exist_ok=True)
+    for name, said in (
+        ("squeue", "slurm_load_jobs error: Invalid job id specified"),
+        ("sacct", "sacct: error: Slurm accounting storage is disabled"),
+        ("scontrol", "slurm_load_jobs error: Invalid job id specified"),
+    ):
+        (folder / name).write_text(f"#!/bin/bash\necho '{said}' >&2\nexit 1\n")
+        (folder / name).chmod(0o755)
+    return folder
+
+
+@pytest.mark.parametrize("workflow", WORKFLOWS)
+@pytest.mark.parametrize("action", ["pass", "fail", "timeout"])
+def test_the_end_is_remembered_once_slurm_forgets_the_job(
+    jobs: dict[str, Job], tmp_path: Path, workflow: str, action: str
+) -> None:
+    """run.json holds the kind and the final report; once Slurm knows the job no more,
+    status returns that report, and without it the script's closing line decides."""
+    job = jobs[f"{workflow}-{action}"]
+    run_json = job.work_dir / "run.json"
+    run = json.loads(run_json.read_text())
+    assert run["kind"] == "sbatch" and run["report"] == job.verdict, run
+    env = {**job.env, "PATH": f"{forgetful_slurm(tmp_path)}:{job.env['PATH']}"}
+    done = scriptbuilder("status", str(job.work_dir), "--json", env=env)
+    assert done.returncode == CASES[action]["rc"], done.stderr
+    assert json.loads(done.stdout) == job.verdict
+    run["report"] = None  # as a watcher killed before the job ended leaves it
+    run_json.write_text(json.dumps(run))
+    done = scriptbuilder("status", str(job.work_dir), "--json", env=env)
+    assert done.returncode == CASES[action]["rc"], done.stderr
+    report = json.loads(done.stdout)
+    assert report["verdict"] == CASES[action]["verdict"], report
+    assert (report["state_source"], report["phase"]) == ("closing line", "ended"), report
+    assert json.loads(run_json.read_text())["report"] == report
+    line = scriptbuilder("status", str(job.work_dir), env=env)
+    assert line.returncode == CASES[action]["rc"], line.stderr
+    assert line.stdout.endswith(f"-> {CASES[action]['verdict']}\n"), line.stdout
+
+
+def test_submit_over_a_running_job_of_another_build(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    first = build_job(slurm_cluster, tmp_path, "first", "custom", "cancelled")
+    submit(first)
+    assert wait_state(slurm_cluster, first.job_id, {"RUNNING"}) == "RUNNING"
+    second = build_job(
+        slurm_cluster, tmp_path, "second", "custom", "pass", work_dir=str(first.work_dir)
+    )
+    assert second.work_dir != first.work_dir  # (its own sandbox; the build went to first's)
+    refused = scriptbuilder("submit", str(first.work_dir), env=first.env)
+    assert refused.returncode == 2 and refused.stdout == "", refused
+    (line,) = refused.stderr.splitlines()
+    assert f"holds job {first.job_id} of an earlier build" in line and "--again" in line, line
+    assert show(slurm_cluster, first.job_id)["JobState"] == "RUNNING"
+    again = scriptbuilder("submit", str(first.work_dir), "--again", env=first.env)
+    assert again.returncode == 0, again.stderr
+    assert f"cancelled job {first.job_id}" in again.stderr
+    record = json.loads((first.work_dir / "run.json").read_text())
+    assert record["replaces"] == {"job_id": first.job_id, "cancelled": True}, record
+    assert record["job_id"] not in ("", first.job_id), record
+    assert wait_state(slurm_cluster, first.job_id, {"CANCELLED"}, 60) == "CANCELLED"
+    watched = scriptbuilder("watch", str(first.work_dir), "--interval", "1s", env=first.env)
+    assert watched.returncode == 0, watched.stderr
+    assert json.loads(watched.stdout)["job_id"] == record["job_id"]
+
+
 def test_watch_on_a_terminal_shows_one_live_line(
     slurm_cluster: SlurmCluster, tmp_path: Path
 ) -> None:

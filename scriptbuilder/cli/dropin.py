@@ -261,31 +261,47 @@ def _emit(subcommand: str, workflow: Workflow, opts: Opts, *, private: bool = Fa
 
 def _write(opts: Opts, text: str, *, private: bool) -> None:
     """The log folder (``--output`` may lie in it), then the script to ``--output`` (0700
-    when it carries a secret) or standard output; a failure leaves the earlier file."""
+    when it carries a secret) or standard output; a failure leaves the earlier file,
+    and no folder this run made."""
     output = opts["output"]
     if output and os.path.isdir(output):
         exc = OSError(errno.EISDIR, os.strerror(errno.EISDIR))
         raise write_error(exc, "write the script to", "--output", output, "name a file")
     local_dir = opts["local_log_dir"] or opts["log_dir"]
+    ancestor = os.path.abspath(local_dir)
+    while not os.path.lexists(ancestor):
+        ancestor = os.path.dirname(ancestor)
     try:
         os.makedirs(local_dir, exist_ok=True)
     except OSError as exc:
         label = "--local-log-dir" if opts["local_log_dir"] else "--log-dir"
-        ancestor = os.path.abspath(local_dir)
-        while not os.path.lexists(ancestor):
-            ancestor = os.path.dirname(ancestor)
         fix = "" if exc.errno == errno.ENOSPC else f"make {ancestor} a writable folder"
         raise write_error(exc, "create", label, local_dir, fix) from None
-    if not output:
-        write_out(text)
-        return
     try:
-        write_atomic(output, text, 0o700 if private else 0o755)
-    except OSError as exc:
-        folder = os.path.dirname(os.path.abspath(output))
-        what = f"write {os.path.basename(output)} into"
-        raise write_error(exc, what, "--output folder", folder) from None
+        if not output:
+            write_out(text)
+            return
+        try:
+            write_atomic(output, text, 0o700 if private else 0o755)
+        except OSError as exc:
+            folder = os.path.dirname(os.path.abspath(output))
+            what = f"write {os.path.basename(output)} into"
+            raise write_error(exc, what, "--output folder", folder) from None
+    except OSError:
+        _remove_made(os.path.abspath(local_dir), ancestor)
+        raise
     write_out(f"Wrote {output}\n", err=True)
+
+
+def _remove_made(folder: str, existing: str) -> None:
+    """Remove ``folder`` and its parents up to ``existing`` (which was there before),
+    each only when empty."""
+    while folder != existing and folder.startswith(existing):
+        try:
+            os.rmdir(folder)
+        except OSError:
+            return
+        folder = os.path.dirname(folder)
 
 
 @click.group(

@@ -23,10 +23,11 @@ import click
 from scriptbuilder.cli.group import fail, write_out
 from scriptbuilder.lifecycle import allocation
 from scriptbuilder.lifecycle.durations import parse_duration
-from scriptbuilder.lifecycle.record import LifecycleError, load_build
+from scriptbuilder.lifecycle.errors import LifecycleError
+from scriptbuilder.lifecycle.record import Replaced, load_build
 from scriptbuilder.lifecycle.run import Status, open_run, submit
 from scriptbuilder.lifecycle.ssh import SshTransport
-from scriptbuilder.lifecycle.transport import LocalTransport, Transport, TransportError
+from scriptbuilder.lifecycle.transport import LocalTransport, Transport
 
 WORK_DIR = click.argument("work_dir", metavar="WORK_DIR", type=click.Path(file_okay=False))
 
@@ -154,14 +155,23 @@ def register(group: click.Group) -> None:
 @click.command("submit")
 @WORK_DIR
 @click.option("--after", metavar="JOBID", help="Start only once job JOBID has succeeded.")
-@click.option("--again", is_flag=True, help="Submit a build that was already submitted.")
+@click.option(
+    "--again",
+    is_flag=True,
+    help="Submit even though WORK_DIR's run.json names a job: that job is cancelled first "
+    "when it may still be queued or running.",
+)
 @ssh_options
 def submit_command(work_dir: str, after: str | None, again: bool, **options: Any) -> None:
     """Submit what the last build wrote to WORK_DIR; record it in WORK_DIR/run.json."""
+
+    def said(replaced: Replaced) -> None:
+        if replaced.cancelled:
+            write_out(f"cancelled job {replaced.job_id}, the earlier run of {work_dir}\n", err=True)
+
     with _errors():
-        run = submit(
-            work_dir, after=after, again=again, transport=_ssh_transport(work_dir, options)
-        )
+        transport = _ssh_transport(work_dir, options)
+        run = submit(work_dir, after=after, again=again, transport=transport, on_replace=said)
     _json(run.record.model_dump(mode="json"))
 
 
@@ -213,9 +223,10 @@ def watch_command(
 @WORK_DIR
 @ssh_options
 def cancel_command(work_dir: str, **options: Any) -> None:
-    """Cancel the run of WORK_DIR (scancel, or docker stop of its own container)."""
+    """Cancel the run of WORK_DIR (scancel, or docker stop of its own container), also
+    one an earlier build of WORK_DIR submitted."""
     with _errors():
-        run = open_run(work_dir, transport=_ssh_transport(work_dir, options))
+        run = open_run(work_dir, transport=_ssh_transport(work_dir, options), any_build=True)
         run.cancel()
     write_out(f"cancelled {run.job_id}\n")
 
@@ -237,10 +248,7 @@ def _ssh_transport(work_dir: str, options: dict[str, Any]) -> Transport | None:
             f"--ssh-option and --control-path are for remote_slurm builds, and {work_dir} "
             f"holds a {build.scenario} build: leave them out"
         )
-    try:
-        return SshTransport.from_job_spec(build.spec, control_path=control_path, options=given)
-    except TransportError as exc:
-        raise LifecycleError(str(exc)) from None
+    return SshTransport.from_job_spec(build.spec, control_path=control_path, options=given)
 
 
 @click.command("release")
@@ -257,10 +265,7 @@ def release_command(work_dir: str) -> None:
                 f"job_spec.json of {work_dir} has no repo_root, so no allocation record is "
                 "known: build again with repo_root set"
             )
-        try:
-            job_id = allocation.release(repo_root, LocalTransport())
-        except TransportError as exc:
-            raise LifecycleError(str(exc)) from None
+        job_id = allocation.release(repo_root, LocalTransport())
     if job_id is None:
         write_out(f"no allocation recorded in {allocation.record_path(repo_root)}\n")
     else:

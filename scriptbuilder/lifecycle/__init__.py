@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from scriptbuilder.lifecycle.record import LifecycleError
+from scriptbuilder.lifecycle.errors import LifecycleError
 from scriptbuilder.lifecycle.run import Run, Status, open_run, submit
 from scriptbuilder.lifecycle.verdict import EXIT_CODES, NOT_FINISHED, Verdict
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from scriptbuilder.lifecycle.record import LifecycleError
+from scriptbuilder.lifecycle.errors import LifecycleError
 from scriptbuilder.lifecycle.transport import Transport
 
 _WRAPPER = 'bash "$1" > "$2" 2>&1; rc=$?; echo "$rc" > "$3.tmp"; mv -f "$3.tmp" "$3"'

@@ -5,35 +5,35 @@
 recorded one). :class:`RunRecord` is the submitted run: job id, where and how
 it was submitted, the log paths as the job writes them, and the sha256 of the
 ``job_spec.json`` and of the script it came from, so a run.json left by another
-build is told apart. It is written by temporary file and rename, so a reader sees the old
-record or the new one.
+build is told apart; ``kind``, the backend that started it; once the job has ended,
+``report``, its verdict report, which later looks return without asking the
+scheduler. It is written by temporary file and rename, so a reader sees the old
+record or the new one; :func:`update` changes it under ``.run.json.lock``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import re
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from scriptbuilder.lifecycle.transport import LocalTransport
+from scriptbuilder.lifecycle.errors import LifecycleError
+from scriptbuilder.outputs.atomic import write_atomic
 
 RUN_FILE = "run.json"
 _DIRECTIVE = re.compile(r"^#SBATCH\s+(--output|--error|-o|-e)(?:=|\s+)(.+)$", re.MULTILINE)
-
-
-class LifecycleError(Exception):
-    """A run that cannot go on: ``str()`` is the one-line message (what, and the fix)."""
-
-    def __init__(self, message: str, exit_code: int = 2) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
+#: The backends (see :mod:`scriptbuilder.lifecycle.backends`).
+Kind = Literal["sbatch", "persistent", "docker"]
 
 
 @dataclass
@@ -105,10 +105,20 @@ def slurm_log_paths(script_text: str, submit_dir: str, job_id: str, name: str) -
     return out, expand(found["err"]) if "err" in found else out
 
 
-class RunRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+class Replaced(BaseModel):
+    """The earlier job of the work_dir that ``submit --again`` replaced."""
+
+    model_config = ConfigDict(extra="forbid")
 
     job_id: str
+    cancelled: bool
+
+
+class RunRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str
+    kind: Kind
     scenario: str
     workflow: str
     host: str
@@ -127,15 +137,45 @@ class RunRecord(BaseModel):
     pid: int | None = None
     allocation: dict[str, Any] = {}
     ended_by: str | None = None
+    replaces: Replaced | None = None
+    #: The verdict report, once the job has ended.
+    report: dict[str, Any] | None = None
+
+    def of(self, build: Build) -> bool:
+        """Whether this run was submitted from ``build``."""
+        built = (build.spec_sha256, build.script_sha256)
+        return (self.job_spec_sha256, self.script_sha256) == built
 
     def write(self, work_dir: Path) -> None:
-        data = (self.model_dump_json(indent=2) + "\n").encode()
-        LocalTransport().write_file(str(work_dir / RUN_FILE), data, 0o644)
+        write_atomic(work_dir / RUN_FILE, self.model_dump_json(indent=2) + "\n")
 
 
-def read_record(build: Build, *, required: bool = True) -> RunRecord | None:
-    """``run.json`` of ``build``; LifecycleError when it belongs to another build (or
-    when there is none and ``required``)."""
+@contextlib.contextmanager
+def locked(work_dir: Path) -> Iterator[None]:
+    """Hold ``work_dir/.run.json.lock``: one reader-and-writer of run.json at a time."""
+    with open(work_dir / f".{RUN_FILE}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def update(build: Build, record: RunRecord, **changes: Any) -> RunRecord:
+    """``record`` with ``changes``, over what run.json holds now for the same job (a
+    cancel from another process is kept), written back; a run.json that now
+    records another job is left alone."""
+    with locked(build.work_dir):
+        latest = read_record(build, required=False, any_build=True)
+        if latest is not None and latest.job_id != record.job_id:
+            return record.model_copy(update=changes)
+        new = (latest or record).model_copy(update=changes)
+        new.write(build.work_dir)
+        return new
+
+
+def read_record(
+    build: Build, *, required: bool = True, any_build: bool = False
+) -> RunRecord | None:
+    """``run.json`` of ``build``; LifecycleError when it belongs to another build
+    (unless ``any_build``), or when there is none and ``required``."""
     path = build.work_dir / RUN_FILE
     try:
         record = RunRecord.model_validate_json(path.read_bytes())
@@ -151,7 +191,7 @@ def read_record(build: Build, *, required: bool = True) -> RunRecord | None:
         raise LifecycleError(f"{path} is not a run record ({where}: {first['msg']})") from None
     except OSError as exc:
         raise LifecycleError(f"{path}: {exc.strerror} (remove it, then submit again)") from None
-    if (record.job_spec_sha256, record.script_sha256) != (build.spec_sha256, build.script_sha256):
+    if not any_build and not record.of(build):
         raise LifecycleError(
             f"{path} is from another build of {build.work_dir} (job {record.job_id}): "
             "submit this build with --again, or delete run.json"

@@ -4,20 +4,18 @@
 time-out passes, cancels the job at once when its logs say ``hang detected``
 (and a job that Slurm requeued after its node failed, since test jobs are not
 retried), and at the time-out leaves the job alone unless asked to cancel it.
+The backend of the run's ``kind`` (:mod:`scriptbuilder.lifecycle.backends`)
+starts, looks at and stops the job. Once the job has ended its verdict report is
+written into run.json, and every later look returns it without asking anyone.
 
-How each scenario runs (``kind`` in run.json):
-
-- ``sbatch``: local_slurm (also perf-sanity's launch script), and remote_slurm
-  through ssh after :func:`scriptbuilder.lifecycle.remote.upload`;
-- ``persistent``: local_slurm persistent mode, the script inside a held
-  allocation (:mod:`scriptbuilder.lifecycle.allocation`);
-- ``docker``: local_docker (:mod:`scriptbuilder.lifecycle.docker`).
+``submit`` over the run.json of another job that may still be queued or running
+is refused, unless ``again``: that job is then cancelled first (and named in the
+new run.json's ``replaces``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import time
 from collections.abc import Callable
@@ -26,21 +24,23 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from scriptbuilder.lifecycle import allocation, docker, remote, slurm
+from scriptbuilder.lifecycle.backends import BACKENDS, Backend, kind_of
 from scriptbuilder.lifecycle.durations import parse_duration
+from scriptbuilder.lifecycle.errors import LifecycleError
 from scriptbuilder.lifecycle.logs import LogView, read_logs, secret_values
 from scriptbuilder.lifecycle.record import (
     RUN_FILE,
     Build,
-    LifecycleError,
+    Replaced,
     RunRecord,
     load_build,
+    locked,
     read_record,
-    slurm_log_paths,
+    update,
 )
-from scriptbuilder.lifecycle.slurm import JobState, SlurmError
+from scriptbuilder.lifecycle.slurm import JobState, Phase
 from scriptbuilder.lifecycle.ssh import SshTransport
-from scriptbuilder.lifecycle.transport import LocalTransport, Transport, TransportError
+from scriptbuilder.lifecycle.transport import LocalTransport, Transport
 from scriptbuilder.lifecycle.verdict import NOT_FINISHED, Verdict, decide, report
 from scriptbuilder.version import __version__
 
@@ -66,6 +66,22 @@ class Status:
     def exit_code(self) -> int:
         return self.verdict.exit_code if self.verdict else NOT_FINISHED
 
+    @classmethod
+    def recorded(cls, data: dict[str, Any]) -> Status:
+        """The status of a run whose end run.json recorded (its verdict report)."""
+        job = JobState(
+            str(data.get("state")),
+            str(data.get("reason") or ""),
+            data.get("job_exit_code"),
+            data.get("signal"),
+            data.get("elapsed_seconds"),
+            data.get("queued_seconds"),
+            source=str(data.get("state_source") or "scheduler"),
+        )
+        logs = data.get("logs") or {}
+        view = LogView(logs.get("out"), logs.get("err"))
+        return cls(job, view, Verdict(data["verdict"]), data)
+
 
 class Run:
     """A submitted run (see the module text)."""
@@ -78,63 +94,59 @@ class Run:
     def job_id(self) -> str:
         return self.record.job_id
 
-    def _kind(self) -> str:
-        if self.record.container_name:
-            return "docker"
-        return "persistent" if self.record.allocation else "sbatch"
-
-    def _job(self) -> JobState:
-        now = self.clock()
-        if self._kind() == "sbatch":
-            job: JobState = _slurm_call(slurm.query, self.transport, self.job_id, now)
-            return job
-        elapsed = max(0.0, (now - self.record.submitted_at).total_seconds())
-        code = allocation.exit_status(self.transport, str(self.record.exit_file))
-        if code is None:
-            alive = self.record.pid is not None and allocation.running(
-                self.transport, self.record.pid
-            )
-            if alive:
-                return JobState("RUNNING", "", None, None, elapsed, 0.0)
-            return JobState("FAILED", "ended without an exit status", None, None, elapsed)
-        return JobState("COMPLETED" if code == 0 else "FAILED", "", code, None, elapsed, 0.0)
+    @property
+    def backend(self) -> Backend:
+        return BACKENDS[self.record.kind]
 
     def status(self) -> Status:
-        """The run now: state, logs, and the verdict when it has ended (one look)."""
-        job = self._job()
+        """The run now: state, logs, and the verdict when it has ended (one look; the
+        recorded verdict once there is one)."""
+        self._refresh()
+        if self.record.report is not None:
+            return Status.recorded(self.record.report)
+        job = self.backend.look(self.record, self.transport, self.clock())
         self._refresh()  # after the state: a cancel is recorded before it takes effect
         record = self.record
         logs = read_logs(self.transport, record.stdout_path, record.stderr_path, self.secrets)
-        verdict = decide(job, logs, self.build.spec, self.record.ended_by) if job.finished else None
-        if self.record.ended_by == "monitor_timeout" and job.finished:
+        verdict = decide(job, logs, self.build.spec, record.ended_by) if job.finished else None
+        if record.ended_by == "monitor_timeout" and job.finished:
             verdict = Verdict.MONITOR_TIMEOUT
-        return Status(job, logs, verdict, report(verdict, self.job_id, job, logs, self.build.spec))
+        spec = self.build.spec
+        status = Status(job, logs, verdict, report(verdict, self.job_id, job, logs, spec))
+        if verdict is not None:
+            with contextlib.suppress(OSError):  # a read-only work_dir: looked at again later
+                self.record = update(self.build, self.record, report=status.report)
+        return status
 
     def _refresh(self) -> None:
-        """Take ``ended_by`` from run.json: a cancel from another process counts."""
+        """Take ``ended_by`` and ``report`` from run.json: another process's count."""
         with contextlib.suppress(LifecycleError):
-            latest = read_record(self.build, required=False)
-            if latest is not None and latest.job_id == self.job_id and latest.ended_by:
-                self.record = self.record.model_copy(update={"ended_by": latest.ended_by})
+            latest = read_record(self.build, required=False, any_build=True)
+            if latest is not None and latest.job_id == self.job_id:
+                changes = {"ended_by": latest.ended_by or self.record.ended_by}
+                self.record = self.record.model_copy(update=changes | {"report": latest.report})
 
     def cancel(self, ended_by: str = "cancel") -> None:
         """Stop the run: scancel, docker stop of its own container, or SIGTERM to the
-        script in its allocation. Recorded in run.json (``ended_by``)."""
-        self.record = self.record.model_copy(update={"ended_by": ended_by})
-        self.record.write(self.build.work_dir)
-        kind = self._kind()
-        if kind == "sbatch":
-            _slurm_call(slurm.scancel, self.transport, self.job_id)
-        elif kind == "docker":
-            docker.stop(self.transport, str(self.record.container_name))
-        elif self.record.pid is not None:
-            allocation.stop(self.transport, self.record.pid)
+        script in its allocation. Recorded in run.json (``ended_by``); a run whose
+        end is recorded is left alone."""
+        self._refresh()
+        if self.record.report is not None:
+            raise LifecycleError(
+                f"job {self.job_id} has already ended ({self.record.report['verdict']}): "
+                "nothing to cancel"
+            )
+        self._cancel(ended_by)
+
+    def _cancel(self, ended_by: str) -> None:
+        self.record = update(self.build, self.record, ended_by=ended_by)
+        self.backend.cancel(self.record, self.transport)
 
     def _stop(self, why: str) -> None:
         """Cancel from watch; a job that ended meanwhile makes scancel fail, and the
         next look tells how it ended."""
         with contextlib.suppress(LifecycleError):
-            self.cancel(why)
+            self._cancel(why)
 
     def wait(
         self,
@@ -191,22 +203,12 @@ def monitor_timeout(spec: dict[str, Any]) -> float:
     return DEFAULT_MONITOR_TIMEOUT
 
 
-def _slurm_call(func: Callable[..., Any], *args: Any) -> Any:
-    try:
-        return func(*args)
-    except (SlurmError, TransportError) as exc:
-        raise LifecycleError(f"{exc}: check that Slurm answers here (sinfo)") from None
-
-
 def _remote_transport(spec: dict[str, Any]) -> Transport:
     env = spec.get("slurm_env") or {}
     host = spec.get("ssh_host") or env.get("ssh_host")
     if not host:
         raise LifecycleError("job_spec.json has no ssh_host: set ssh_host in the request")
-    try:
-        return SshTransport(str(host), user=spec.get("slurm_user") or env.get("slurm_user"))
-    except TransportError as exc:
-        raise LifecycleError(str(exc)) from None
+    return SshTransport(str(host), user=spec.get("slurm_user") or env.get("slurm_user"))
 
 
 def _transport_settings(transport: Transport) -> dict[str, Any]:
@@ -217,19 +219,23 @@ def _transport_settings(transport: Transport) -> dict[str, Any]:
     return {n: list(v) if n == "options" else v for n in names for v in [getattr(transport, n)]}
 
 
+def _recorded_transport(record: RunRecord) -> Transport:
+    return SshTransport(**record.transport) if record.transport else LocalTransport()
+
+
 def open_run(
     work_dir: str | os.PathLike[str],
     *,
     transport: Transport | None = None,
     clock: Clock | None = None,
+    any_build: bool = False,
 ) -> Run:
-    """The run recorded in ``work_dir/run.json`` for the build there."""
+    """The run recorded in ``work_dir/run.json`` for the build there (with
+    ``any_build``, also one of an earlier build: enough to cancel it)."""
     build = load_build(Path(work_dir))
-    record = read_record(build)
+    record = read_record(build, any_build=any_build)
     assert record is not None
-    if transport is None:
-        transport = SshTransport(**record.transport) if record.transport else LocalTransport()
-    return Run(build, record, transport, clock or _utc_now)
+    return Run(build, record, transport or _recorded_transport(record), clock or _utc_now)
 
 
 def submit(
@@ -239,29 +245,29 @@ def submit(
     again: bool = False,
     transport: Transport | None = None,
     clock: Clock | None = None,
+    on_replace: Callable[[Replaced], None] | None = None,
 ) -> Run:
     """Submit the build in ``work_dir`` (see the module text); the run, recorded in
-    ``work_dir/run.json``. A second submit of the same build is refused unless
-    ``again``."""
+    ``work_dir/run.json``. A second submit of the same build, or one over a job
+    that may still be queued or running, is refused unless ``again``
+    (``on_replace`` is told of the job that replaces)."""
     build = load_build(Path(work_dir))
     clock = clock or _utc_now
     if after is not None and not after.isdigit():
         raise LifecycleError(f"--after {after!r} is not a Slurm job id (digits, e.g. 12345)")
-    with open(build.work_dir / f".{RUN_FILE}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        earlier = _earlier(build)
-        if earlier is not None and not again:
-            raise LifecycleError(
-                f"this build of {build.work_dir} was already submitted as job "
-                f"{earlier.job_id}: use --again to submit it once more"
-            )
-        scenario = build.scenario
-        if scenario == "remote_slurm":
-            transport = transport or _remote_transport(build.spec)
+    with locked(build.work_dir):
+        earlier = read_record(build, required=False, any_build=True)
+        replaces = _replace(build, earlier, again, clock) if earlier is not None else None
+        if replaces is not None and on_replace is not None:
+            on_replace(replaces)
+        if transport is None and build.scenario == "remote_slurm":
+            transport = _remote_transport(build.spec)
         transport = transport or LocalTransport()
-        fields = _start(build, transport, after, clock)
+        kind = kind_of(build)
+        fields = BACKENDS[kind].start(build, transport, after, clock())
         record = RunRecord(
-            scenario=scenario,
+            kind=kind,
+            scenario=build.scenario,
             workflow=str(build.spec.get("workflow_type", "")),
             host=transport.describe(),
             transport=_transport_settings(transport),
@@ -270,84 +276,46 @@ def submit(
             job_spec_sha256=build.spec_sha256,
             script_sha256=build.script_sha256,
             after=after,
+            replaces=replaces,
             **fields,
         )
-        run = Run(build, record, transport, clock)
         try:
             record.write(build.work_dir)
         except OSError as exc:  # an unrecorded job would be submitted again: stop it
             with contextlib.suppress(LifecycleError, OSError):
-                run.cancel()
+                BACKENDS[kind].cancel(record, transport)
             raise LifecycleError(
                 f"{build.work_dir / RUN_FILE}: {exc.strerror}; job {record.job_id} was "
                 "cancelled: make work_dir writable and submit again"
             ) from None
-    return run
+    return Run(build, record, transport, clock)
 
 
-def _earlier(build: Build) -> RunRecord | None:
-    try:
-        return read_record(build, required=False)
-    except LifecycleError:  # another build's run: this build was never submitted
-        return None
-
-
-def _start(build: Build, transport: Transport, after: str | None, clock: Clock) -> dict[str, Any]:
-    """Start the job; the run record's fields that depend on how."""
-    spec, scenario = build.spec, build.scenario
-    name = str(spec.get("job_name", ""))
-    if scenario == "local_docker":
-        if after:
-            raise LifecycleError("--after needs Slurm: local_docker runs start at once")
-        container = docker.container_name(spec)
-        log = Path(spec.get("log_file") or build.work_dir / f"{name}.log")
-        exit_file = log.with_suffix(".exit_code")
-        env = transport.env if isinstance(transport, LocalTransport) else None
-        pid = docker.start(build.script, log, exit_file, env)
-        return dict(
-            job_id=f"docker:{container}",
-            script_path=str(build.script),
-            submit_dir=str(build.work_dir),
-            stdout_path=str(log),
-            stderr_path=str(log),
-            container_name=container,
-            exit_file=str(exit_file),
-            pid=pid,
+def _replace(build: Build, earlier: RunRecord, again: bool, clock: Clock) -> Replaced | None:
+    """What becomes of the job ``earlier`` records when ``build`` is submitted over it:
+    nothing when it has ended (another build's), cancelled with ``again``, else the
+    submit is refused. What the new run.json records of it."""
+    same = earlier.of(build)
+    if same and not again:
+        raise LifecycleError(
+            f"this build of {build.work_dir} was already submitted as job "
+            f"{earlier.job_id}: use --again to submit it once more"
         )
-    if scenario == "local_slurm" and spec.get("persistent_mode"):
-        if after:
-            raise LifecycleError(
-                "--after needs sbatch: build with persistent_mode false to wait for a job"
-            )
+    ended = earlier.report is not None
+    if not ended:
         try:
-            started = allocation.submit(spec, transport, now=clock())
-        except TransportError as exc:
-            raise LifecycleError(str(exc)) from None
-        return dict(
-            job_id=started.allocation_job_id,
-            script_path=str(build.script),
-            submit_dir=str(build.work_dir),
-            stdout_path=started.log_path,
-            stderr_path=started.log_path,
-            exit_file=started.status_path,
-            pid=started.pid,
-            allocation={"job_id": started.allocation_job_id, "reused": started.reused},
+            look = BACKENDS[earlier.kind].look(earlier, _recorded_transport(earlier), clock())
+            ended = look.phase is Phase.ENDED
+            state = f"{look.state.lower()}"
+        except LifecycleError as exc:
+            state = f"perhaps still running ({exc})"
+    if ended:
+        return Replaced(job_id=earlier.job_id, cancelled=False) if again or same else None
+    if not again:
+        raise LifecycleError(
+            f"{build.work_dir} holds job {earlier.job_id} of an earlier build, {state}: "
+            f"cancel it (scriptbuilder cancel {build.work_dir}) or submit with --again, "
+            "which cancels it first"
         )
-    if scenario == "remote_slurm":
-        submit_dir = str(spec.get("remote_work_dir") or "")
-        if not submit_dir:
-            raise LifecycleError("job_spec.json has no remote_work_dir: set it in the request")
-        try:
-            script = remote.upload(transport, spec, build.work_dir)
-        except TransportError as exc:
-            raise LifecycleError(str(exc)) from None
-    elif scenario == "local_slurm":
-        submit_dir, script = str(build.work_dir), str(build.script)
-    else:
-        raise LifecycleError(f"job_spec.json scenario {scenario!r} is not one submit knows")
-    job_id = _slurm_call(slurm.sbatch, transport, script, submit_dir, after)
-    text = build.script.read_text(encoding="utf-8", errors="replace")
-    out, err = slurm_log_paths(text, submit_dir, job_id, name)
-    return dict(
-        job_id=job_id, script_path=script, submit_dir=submit_dir, stdout_path=out, stderr_path=err
-    )
+    BACKENDS[earlier.kind].cancel(earlier, _recorded_transport(earlier))
+    return Replaced(job_id=earlier.job_id, cancelled=True)

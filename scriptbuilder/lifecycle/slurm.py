@@ -5,7 +5,11 @@ The state comes from ``squeue`` while the job is queued or running, then from
 OUT_OF_MEMORY job); where there is no accounting (``sacct`` fails, or knows no
 such job) from ``scontrol show job``, which keeps a finished job for MinJobAge.
 A job requeued after a node failure (pending again with ``Restarts`` > 0) is
-reported as NODE_FAIL.
+reported as NODE_FAIL. When none of the three knows the job any more,
+:class:`UnknownJob` is raised (the caller may read the script's closing line).
+
+Every state, Slurm's own and the ones the docker and persistent backends report,
+maps once onto a :class:`Phase` (:data:`PHASES`); the raw state stays beside it.
 """
 
 from __future__ import annotations
@@ -14,30 +18,46 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from enum import Enum
 
-from scriptbuilder.lifecycle.transport import Transport, TransportError
+from scriptbuilder.lifecycle.errors import SlurmError, TransportError, UnknownJob
+from scriptbuilder.lifecycle.transport import Transport
 
-TERMINAL = frozenset(
-    {
-        "BOOT_FAIL",
-        "CANCELLED",
-        "COMPLETED",
-        "DEADLINE",
-        "FAILED",
-        "NODE_FAIL",
-        "OUT_OF_MEMORY",
-        "PREEMPTED",
-        "TIMEOUT",
-    }
-)
+
+class Phase(str, Enum):
+    """Where a job is in its life, whatever runs it."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    ENDED = "ended"
+
+
+#: Slurm's job states (and the docker and persistent backends' few) by phase; a state
+#: not named here is RUNNING (it has left the queue and not ended).
+PHASES: dict[str, Phase] = {
+    **dict.fromkeys(
+        ("PENDING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "RESV_DEL_HOLD"), Phase.QUEUED
+    ),
+    **dict.fromkeys(
+        (
+            "BOOT_FAIL",
+            "CANCELLED",
+            "COMPLETED",
+            "DEADLINE",
+            "FAILED",
+            "NODE_FAIL",
+            "OUT_OF_MEMORY",
+            "PREEMPTED",
+            "TIMEOUT",
+        ),
+        Phase.ENDED,
+    ),
+}
+TERMINAL = frozenset(state for state, phase in PHASES.items() if phase is Phase.ENDED)
 _WHOLE_LINE = ("Command", "WorkDir", "StdErr", "StdIn", "StdOut", "Comment", "Reason")
 _FIELD = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=")
 _SQUEUE_FORMAT = "%T|%r|%M|%V|%S"
 _SACCT_FIELDS = "JobID,State,ExitCode,Elapsed,Submit,Start"
-
-
-class SlurmError(Exception):
-    """A Slurm command failed (the message names it and what it said)."""
 
 
 @dataclass
@@ -49,10 +69,16 @@ class JobState:
     elapsed: float | None = None
     queued: float | None = None
     restarts: int = 0
+    #: What told the state: ``scheduler``, ``exit file`` or ``closing line``.
+    source: str = "scheduler"
+
+    @property
+    def phase(self) -> Phase:
+        return PHASES.get(self.state, Phase.RUNNING)
 
     @property
     def finished(self) -> bool:
-        return self.state in TERMINAL
+        return self.phase is Phase.ENDED
 
 
 def _ok(transport: Transport, argv: Sequence[str], timeout: float = 60.0) -> str:
@@ -177,5 +203,5 @@ def query(transport: Transport, job_id: str, now: datetime) -> JobState:
                 return found
     shown = transport.run(["scontrol", "show", "job", job_id])
     if shown.returncode != 0:
-        raise SlurmError(f"Slurm knows no job {job_id} (squeue, sacct and scontrol have none)")
+        raise UnknownJob(f"Slurm knows no job {job_id} (squeue, sacct and scontrol have none)")
     return from_scontrol(parse_scontrol(shown.stdout.decode("utf-8", "replace")), now)

@@ -16,12 +16,12 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Protocol
 
+from scriptbuilder.lifecycle.errors import TransportError
+from scriptbuilder.outputs.atomic import write_atomic
 
-class TransportError(Exception):
-    """A command could not be run at all (missing tool, unreachable host, time-out)."""
+__all__ = ["LocalTransport", "Transport", "TransportError"]
 
 
 class Transport(Protocol):
@@ -96,14 +96,4 @@ class LocalTransport:
             return None
 
     def write_file(self, path: str, data: bytes, mode: int) -> None:
-        target = Path(path)
-        tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.chmod(tmp, mode)
-            os.replace(tmp, target)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        write_atomic(path, data, mode)

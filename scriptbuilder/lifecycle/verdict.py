@@ -76,7 +76,10 @@ def decide(job: JobState, logs: LogView, spec: dict[str, Any], ended_by: str | N
 def report(
     verdict: Verdict | None, job_id: str, job: JobState, logs: LogView, spec: dict[str, Any]
 ) -> dict[str, Any]:
-    """The verdict JSON (``verdict`` null while the job is not finished)."""
+    """The verdict JSON (``verdict`` null while the job is not finished): ``phase``
+    (queued, running, ended) beside the scheduler's own ``state``, and
+    ``state_source``, what told the state (the scheduler, the run's exit file, or
+    the script's closing line once Slurm no longer knew the job)."""
     text = logs.out_tail + "\n" + logs.err_tail
     patterns = {
         kind: matched(text, list(spec.get(f"{kind}_patterns") or []))
@@ -88,7 +91,9 @@ def report(
         "verdict": verdict.value if verdict else None,
         "exit_code": verdict.exit_code if verdict else NOT_FINISHED,
         "job_id": job_id,
+        "phase": job.phase.value,
         "state": job.state,
+        "state_source": job.source,
         "reason": job.reason if job.reason not in ("", "None") else None,
         "job_exit_code": job.exit_code,
         "signal": job.signal,
