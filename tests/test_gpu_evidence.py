@@ -3,18 +3,23 @@ bodies, helper guards, -k selections and the test-db lists (fixtures in tests/da
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from scriptbuilder.errors import BuildError
-from scriptbuilder.inputs.tests import inspect_tests, required_devices
+from scriptbuilder.inputs.tests import inspect_tests
 from tests.build_env import BuildEnv
 
 REPO = Path(__file__).parent / "data" / "gpu_evidence"
 L = "unittest/multi_gpu/test_launchers.py"
 S = "unittest/multi_gpu/test_sizes.py"
+K = "unittest/multi_gpu/test_selected.py"
+G = "unittest/multi_gpu/test_generated.py"
+IMP = "unittest/multi_gpu/test_imported.py"
 LISTED = "test_listed.py"
 
 # (selector, devices, text in the deciding source)
@@ -52,7 +57,33 @@ CASES = [
     # selections: the largest among the tests -k keeps
     (f"{S} -k 'visual and not ulysses4'", 4, "labels"),
     (f"{S} -k 'param_product or body_literal'", 4, ""),
-    ("unittest/multi_gpu -k single", None, ""),
+    (f"{S} -k single", None, ""),
+    # -k as pytest reads it: names, classes, module and folder names, ids, case-insensitive
+    (f"{K} -k 'basic or 2gpu'", 2, "skip_less_device(2) on TestSizes::test_tp_2gpu"),
+    (f"{K} -k 'TestSizes and 4GPU'", 4, "on TestSizes::test_tp_4gpu"),
+    (f"{K} -k 'tp_4gpu and bf16'", 4, "on TestSizes::test_tp_4gpu"),
+    (f"{K} -k 'multi_gpu and two_gpu'", 2, "on test_two_gpu_allreduce"),
+    (f"{K} -k 'SELECTED.py and (allreduce or guard)'", 4, "test_guard_of_the_case[tp:2-pp:2]"),
+    (f"{K} -k 'not (gpu or TestSizes or guard or nodes)'", None, ""),
+    (f"{K} -k dtype1", 8, "skip_less_device(8) on test_dtypes_8gpus"),  # pytest's id of an object
+    # cases made at collection time: -k cannot rule them out
+    (f"{G} -k 'CUTLASS and NVFP4'", 4, "on test_generated_cases"),
+    # the selected case's own values bind the guard (ids from lambdas, labels of the id)
+    (f"'{K}::test_guard_of_the_case[tp:1-pp:2]'", 2, "(at least 2) on test_guard_of_the_case"),
+    (f"'{K}::test_guard_of_the_case[tp:2-pp:2]'", 4, "(at least 4)"),
+    (f"'{G}::test_labels_bind_the_case[tp:1-pp:2]'", 2, "(at least 2) on test_labels_bind_the"),
+    (f"{G}::test_labels_bind_the_case", 4, "(at least 4)"),
+    # a total above the per-node marker
+    (f"'{K}::test_two_nodes[tp:8-pp:2]'", 16, "case id 'tp:8-pp:2' labels"),
+    (f"'{K}::test_two_nodes[tp:8-pp:1]'", 8, "skip_less_device(8)"),
+    # skip helpers, mark factories and launchers of a helper module the test imports
+    (f"{IMP}::test_helper_mark", 2, "skipif(torch.cuda.device_count() < 2) on test_helper_mark"),
+    (f"{IMP}::test_helper_factory", 4, "skipif(torch.cuda.device_count() < 4)"),
+    (f"{IMP}::test_imported_launcher", 4, "unittest/utils/util.py"),
+    (f"{IMP}::test_two_imports_away", 4, "skipif(torch.cuda.device_count() < 4)"),
+    (f"{IMP}::test_not_a_device_mark", None, ""),
+    (f"{IMP}::test_three_imports_away", 4, "skip_less_device(4) on test_three_imports_away"),
+    (f"{IMP}::test_beyond_the_depth", None, ""),  # four imports away: not followed
 ]
 
 
@@ -62,6 +93,7 @@ def test_evidence(selector: str, devices: int | None, source: str) -> None:
     if devices is None:
         assert found.requirement is None, found.requirement
         return
+    assert not found.unresolved, found.unresolved
     assert found.requirement is not None, found.warnings
     assert found.requirement.devices == devices
     assert source in found.requirement.source
@@ -100,7 +132,7 @@ def test_test_db_warns_when_the_source_needs_more_than_every_stage() -> None:
 def test_too_large_a_file_is_not_read(tmp_path: Path) -> None:
     path = tmp_path / "test_huge.py"
     path.write_text("x = 1\n" * (1 << 20))
-    found = required_devices(f"pytest {path}", [])
+    found = inspect_tests(f"pytest {path}", str(tmp_path), str(tmp_path))
     assert found.requirement is None
     assert any("larger than 4 MB, not read" in w for w in found.warnings), found.warnings
 
@@ -111,3 +143,88 @@ def test_more_than_a_node_is_refused(build_env: BuildEnv) -> None:
     target.write_text(target.read_text() + "\n\ndef test_16():\n    _run(16, _worker)\n")
     with pytest.raises(BuildError, match="pytest does not support multi-node execution"):
         build_env.build(build_env.request(test_cmd="pytest unittest/test_two_nodes.py::test_16"))
+
+
+# ---------------------------------------------------------------- selections read nowhere
+
+UNRESOLVED = [
+    (f"pytest {K} -k nothing_matches", f"no test of {K} matches -k nothing_matches"),
+    (f"pytest -m gpu4 {K}", f"no test of {K} matches -m gpu4"),
+    (f"pytest '{K}::test_from_a_fixture[big]'", "[big] of unittest/multi_gpu/test_selected.py::"
+     "test_from_a_fixture is not parametrized here"),
+    (f"pytest '{K}::test_backends[DEEPGEMM]'", "matches none of its parametrize ids"),
+    (f"pytest {K}::test_made_elsewhere", f"test test_made_elsewhere is not defined in {K}"),
+    (f"pytest {LISTED}::test_fixture_cases[other]", "test_fixture_cases is not parametrized here"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("cmd", "line"), UNRESOLVED, ids=[u[0] for u in UNRESOLVED])
+def test_a_selection_the_source_does_not_show_has_no_count(cmd: str, line: str) -> None:
+    found = inspect_tests(cmd, str(REPO), str(REPO))
+    assert found.requirement is None, found.requirement
+    assert len(found.unresolved) == 1 and line in found.unresolved[0], found.unresolved
+
+
+def test_a_listed_selection_the_source_does_not_show_takes_its_stage() -> None:
+    cmd = f"pytest '{LISTED}::test_fixture_cases[sixteen_layers]'"
+    found = inspect_tests(cmd, str(REPO), str(REPO))
+    assert found.unresolved == [] and found.requirement is not None
+    assert found.requirement.devices == 8
+    assert "test-db l0_fixture.yml stage 4 (system_gpu_count 8)" in found.requirement.source
+    assert any("is not parametrized here" in w for w in found.warnings), found.warnings
+
+
+def _with_fixtures(build_env: BuildEnv) -> None:
+    """The fixture files of tests/unittest/multi_gpu in the build's checkout."""
+    shutil.copytree(REPO / "tests/unittest", build_env.repo / "tests/unittest", dirs_exist_ok=True)
+
+
+def test_an_unresolved_selection_stops_the_build(build_env: BuildEnv) -> None:
+    _with_fixtures(build_env)
+    request = build_env.request(test_cmd=f"pytest {K} -k nothing_matches")
+    with pytest.raises(BuildError) as stop:
+        build_env.build(request)
+    assert str(stop.value) == (
+        f"test_cmd: no test of {K} matches -k nothing_matches, so the GPUs it needs are not "
+        "known; fix the selection, or set required_devices to the count it needs "
+        "(allow_missing_tests: true goes on with required_devices or 1)"
+    )
+    assert not (build_env.work_dir / "job_spec.json").exists()
+
+
+FIXTURE_CASE = f"'{K}::test_from_a_fixture[big]'"
+EXPLICIT = [
+    ({"required_devices": 4}, FIXTURE_CASE, 4),
+    ({"allow_missing_tests": True}, FIXTURE_CASE, 1),
+    # an explicit count below what the other selections need does not lower it
+    ({"required_devices": 2}, f"{FIXTURE_CASE} '{K}::test_two_nodes[tp:8-pp:1]'", 8),
+]
+
+
+@pytest.mark.parametrize(("fields", "cmd", "devices"), EXPLICIT)
+def test_an_explicit_count_goes_on(
+    build_env: BuildEnv, fields: dict[str, Any], cmd: str, devices: int
+) -> None:
+    _with_fixtures(build_env)
+    job = build_env.build(build_env.request(test_cmd=f"pytest {cmd}", **fields))
+    assert json.loads(job.job_spec_json)["required_devices"] == devices
+    assert any("is not parametrized here" in w for w in job.warnings), job.warnings
+
+
+def test_a_total_above_one_node_is_refused(build_env: BuildEnv) -> None:
+    _with_fixtures(build_env)
+    request = build_env.request(test_cmd=f"pytest '{K}::test_two_nodes[tp:8-pp:2]'")
+    with pytest.raises(BuildError, match="required_devices = 16 exceeds the 8 GPUs per node"):
+        build_env.build(request)
+
+
+def test_explain_shows_the_evidence_of_an_imported_helper(build_env: BuildEnv) -> None:
+    _with_fixtures(build_env)
+    job = build_env.build(build_env.request(test_cmd=f"pytest {IMP}::test_helper_mark"))
+    explained = [c.rule for c in job.trace.choices if c.field == "GPU evidence"]
+    decides = [rule for rule in explained if rule.endswith("(decides)")]
+    assert decides == [
+        f"skipif(torch.cuda.device_count() < 2) on test_helper_mark in {IMP}:14 (decides)"
+    ]
+    assert any("command `mpirun -n 1" in rule for rule in explained)
+    assert json.loads(job.job_spec_json)["required_devices"] == 2

@@ -12,11 +12,10 @@ from typing import Any
 import pytest
 
 from scriptbuilder.errors import BuildError
-from scriptbuilder.inputs.tests import inspect_tests, required_devices
+from scriptbuilder.inputs.tests import inspect_tests
 from tests.build_env import BuildEnv
 
 REPO = Path(__file__).parent / "data" / "trtllm_repo"
-ROOTS = [REPO / "tests/integration/defs", REPO / "tests"]
 DS = "accuracy/test_disaggregated_serving.py"
 LL = f"{DS}::TestLlama3_1_8BInstruct"
 PERF = "perf/test_perf.py::test_perf"
@@ -48,15 +47,15 @@ RULES = [
     # perf labels of generated case names
     (f"pytest '{PERF}[llama_v3.1_8b-bench-pytorch-bfloat16-input_output_len:128,128-gpus:4]'",
      4, False, "gpus:4 label"),
-    (f"pytest '{PERF}[llama_70b-bench-float16-tp:2-pp:2]'", 4, False, "tp:2 x pp:2 labels"),
-    (f"pytest '{PERF}[llama_70b-bench-float16-tp:2]'", 2, False, "tp:2 labels"),
+    (f"pytest '{PERF}[llama_70b-bench-float16-tp:2-pp:2]'", 4, False, "tp:2-pp:2' labels"),
+    (f"pytest '{PERF}[llama_70b-bench-float16-tp:2]'", 2, False, "float16-tp:2' labels"),
     # folders: the largest over their test files; -m filters over the device marks
     (f"pytest {MODS}", 8, False, "gpu8 on TestLinear"),
     (f"pytest -m gpu4 {MODS}", 4, False, "gpu4 on test_moe_four"),
     (f"pytest {MODS} -m 'gpu2 or gpu4'", 4, False, "gpu4"),
     (f"pytest -m 'not gpu8' {MODS}", 4, False, "gpu4"),
     (f"pytest -m gpu2 {MODS}", 2, False, "gpu2"),
-    (f"pytest -m gpu16 {MODS}", None, False, "matches the command's -m/-k"),
+    (f"pytest -m gpu16 {MODS}", None, False, f"no test of {MODS} matches -m gpu16"),
     (f"pytest -m gpu2 {MODS}/test_fused_moe_multi.py::test_moe_alltoall", 2, False, "gpu2"),
     # pytest.param marks and a guard on the other case
     (f"pytest '{MODS}/test_fused_moe_multi.py::test_moe_alltoall[1]'", 1, False,
@@ -66,10 +65,11 @@ RULES = [
 
 @pytest.mark.parametrize(("cmd", "devices", "exact", "text"), RULES, ids=[r[0] for r in RULES])
 def test_device_rules(cmd: str, devices: int | None, exact: bool, text: str) -> None:
-    result = required_devices(cmd, ROOTS)
+    result = inspect_tests(cmd, str(REPO), str(REPO))
     if devices is None:
         assert result.requirement is None, result.requirement
-        assert any(text in w for w in result.warnings), result.warnings
+        said = [*result.warnings, *result.unresolved]
+        assert any(text in w for w in said), said
         return
     assert result.requirement is not None, result.warnings
     assert (result.requirement.devices, result.requirement.exact) == (devices, exact)
@@ -80,7 +80,7 @@ def test_device_rules(cmd: str, devices: int | None, exact: bool, text: str) -> 
 
 
 def test_parallelism_named_in_the_id_is_evidence() -> None:
-    result = required_devices(f"pytest '{LL}::test_nothing_declared[tp8]'", ROOTS)
+    result = inspect_tests(f"pytest '{LL}::test_nothing_declared[tp8]'", str(REPO), str(REPO))
     assert result.requirement is not None and result.requirement.devices == 8
     assert "case parameters tp_size=8" in result.requirement.source
     assert any("case id 'tp8' labels" in text for _n, text in result.requirement.evidence)

@@ -12,18 +12,23 @@ from pathlib import Path
 import pytest
 
 from scriptbuilder.inputs.tests import (
+    InspectResult,
     TestId,
+    inspect_tests,
     is_perf_sanity,
     parse_test_ids,
-    required_devices,
 )
 from scriptbuilder.inputs.tests.selectors import parse_command
 
 REPO = Path(__file__).parent / "data" / "trtllm_repo"
-ROOTS = [REPO / "tests/integration/defs", REPO / "tests/unittest", REPO, REPO / "tests"]
 ACC = "accuracy/test_llm_api_pytorch.py"
-AR = "_torch/multi_gpu/test_allreduce.py"
+AR = "unittest/_torch/multi_gpu/test_allreduce.py"
 MOE = "tests/unittest/_torch/test_moe.py"
+
+
+def _inspect(cmd: str, repo: Path = REPO) -> InspectResult:
+    """What a build reads for ``cmd`` in the checkout ``repo`` (run from its top folder)."""
+    return inspect_tests(cmd, str(repo), str(repo))
 
 
 # ---------------------------------------------------------------- parsing
@@ -175,7 +180,7 @@ CASES = [
 
 @pytest.mark.parametrize(("selector", "devices", "source"), CASES, ids=[c[0] for c in CASES])
 def test_required_devices(selector: str, devices: int | None, source: str | None) -> None:
-    result = required_devices(f"pytest -v {selector} --timeout 3600", ROOTS)
+    result = _inspect(f"pytest -v {selector} --timeout 3600")
     if devices is None:
         assert result.requirement is None
         assert any("no GPU-count marker" in w for w in result.warnings)
@@ -204,19 +209,18 @@ def test_required_devices(selector: str, devices: int | None, source: str | None
 )
 def test_source_names_file_and_line(selector: str, marker_line: str, anchor: str) -> None:
     path = selector.partition("::")[0]
-    file = next(root / path for root in ROOTS if (root / path).is_file())
+    roots = [REPO / "tests/integration/defs", REPO / "tests"]
+    file = next(root / path for root in roots if (root / path).is_file())
     lines = file.read_text().splitlines()
     anchor_at = lines.index(anchor)
     line = max(i for i, text in enumerate(lines[: anchor_at + 1]) if text == marker_line) + 1
-    result = required_devices(f"pytest {selector}", ROOTS)
+    result = _inspect(f"pytest {selector}")
     assert result.requirement is not None
     assert result.requirement.source.endswith(f" in {path}:{line}")
 
 
 def test_example_source_format() -> None:
-    result = required_devices(
-        f"pytest {ACC}::TestQwen3_30B_A3B::test_auto_dtype[tp4-attn_backend=TRTLLM]", ROOTS
-    )
+    result = _inspect(f"pytest {ACC}::TestQwen3_30B_A3B::test_auto_dtype[tp4-attn_backend=TRTLLM]")
     assert result.requirement is not None
     assert (result.requirement.devices, result.requirement.source) == (
         4,
@@ -226,8 +230,9 @@ def test_example_source_format() -> None:
 
 
 def test_several_ids_take_the_max() -> None:
-    cmd = f"pytest {AR}::test_allreduce_default {ACC}::TestDeepSeekV3Lite::test_fp8_4gpus {MOE}"
-    result = required_devices(cmd, ROOTS)
+    acc, ar = f"tests/integration/defs/{ACC}", f"tests/{AR}"
+    cmd = f"pytest {ar}::test_allreduce_default {acc}::TestDeepSeekV3Lite::test_fp8_4gpus {MOE}"
+    result = _inspect(cmd)
     assert result.requirement is not None
     assert result.requirement.devices == 4
     assert "test_fp8_4gpus" in result.requirement.source  # first of the tied maxima
@@ -236,13 +241,13 @@ def test_several_ids_take_the_max() -> None:
 
 def test_cd_prefix_and_roots() -> None:
     cmd = f"cd tests/integration/defs && python -m pytest {ACC}::TestMixtral8x7B::test_tp2"
-    result = required_devices(cmd, [REPO])
+    result = _inspect(cmd)
     assert result.requirement is not None and result.requirement.devices == 2
 
 
 def test_absolute_path() -> None:
-    path = (REPO / "tests/unittest" / AR).resolve()
-    result = required_devices(f"pytest {path}::test_allreduce_skipif_le", [])
+    path = (REPO / "tests" / AR).resolve()
+    result = _inspect(f"pytest {path}::test_allreduce_skipif_le")
     assert result.requirement is not None and result.requirement.devices == 8
 
 
@@ -253,30 +258,32 @@ def test_absolute_path() -> None:
             "pytest accuracy/test_missing.py::t",
             "test file accuracy/test_missing.py not found under",
         ),
+        (f"pytest {ACC} -k nothing_of_it", f"no test of {ACC} matches -k nothing_of_it"),
         ("echo hello", "no test file (*.py) found in test command"),
         (f"pytest {ACC}::TestNope::test_x", "class TestNope not found in " + ACC),
         (f"pytest {ACC}::TestMixtral8x7B::test_nope", "test test_nope not found in " + ACC),
     ],
 )
 def test_warnings_when_not_derivable(cmd: str, warning: str) -> None:
-    result = required_devices(cmd, ROOTS)
-    assert any(warning in w for w in result.warnings), result.warnings
+    result = _inspect(cmd)
+    said = [*result.warnings, *result.missing, *result.unresolved]
+    assert any(warning in w for w in said), said
 
 
 def test_unknown_class_member_keeps_class_marker() -> None:
-    result = required_devices(f"pytest {ACC}::TestMixtral8x7B::test_nope", ROOTS)
+    result = _inspect(f"pytest {ACC}::TestMixtral8x7B::test_nope")
     assert result.requirement is not None and result.requirement.devices == 2
     assert any("test_nope not found" in w for w in result.warnings)
 
 
-def test_missing_file_warning_lists_roots() -> None:
-    result = required_devices("pytest accuracy/test_missing.py", ROOTS)
+def test_missing_file_names_the_folders_tried() -> None:
+    result = _inspect("pytest accuracy/test_missing.py")
     assert result.requirement is None
-    assert str(ROOTS[0]) in result.warnings[0] and str(ROOTS[1]) in result.warnings[0]
+    assert f"{REPO}/tests/integration/defs, {REPO}/tests" in result.missing[0], result.missing
 
 
 def test_unmatched_case_uses_max_over_cases_and_warns() -> None:
-    result = required_devices(f"pytest {ACC}::TestQwen3_30B_A3B::test_auto_dtype[nope]", ROOTS)
+    result = _inspect(f"pytest {ACC}::TestQwen3_30B_A3B::test_auto_dtype[nope]")
     assert result.requirement is not None and result.requirement.devices == 8
     assert any("matches none of its parametrize ids" in w for w in result.warnings)
 
@@ -287,10 +294,10 @@ def test_a_test_file_rewritten_at_the_same_size_and_mtime_is_read_again(tmp_path
     test_file.write_text(source.format(2))
     stamp = os.stat(test_file)
     cmd = f"pytest {test_file}::test_a"
-    assert required_devices(cmd, ROOTS).requirement.devices == 2  # type: ignore[union-attr]
+    assert _inspect(cmd, tmp_path).requirement.devices == 2  # type: ignore[union-attr]
     test_file.write_text(source.format(4))
     os.utime(test_file, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
-    assert required_devices(cmd, ROOTS).requirement.devices == 4  # type: ignore[union-attr]
+    assert _inspect(cmd, tmp_path).requirement.devices == 4  # type: ignore[union-attr]
 
 
 # ---------------------------------------------------------------- edge sources
@@ -316,7 +323,7 @@ def test_class_defined_under_if(tmp_path: Path) -> None:
                     pass
         """,
     )
-    result = required_devices(f"pytest {path}::TestHidden::test_x", [])
+    result = _inspect(f"pytest {path}::TestHidden::test_x", tmp_path)
     assert result.requirement is not None and result.requirement.devices == 4
 
 
@@ -338,7 +345,7 @@ def test_code_in_multiline_strings_is_no_test(tmp_path: Path) -> None:
         """
         ''',
     )
-    result = required_devices(f"pytest {path}::test_x", [])
+    result = _inspect(f"pytest {path}::test_x", tmp_path)
     assert result.requirement is not None and result.requirement.devices == 2
 
 
@@ -375,7 +382,7 @@ def test_marker_forms(tmp_path: Path, decorator: str, devices: int | None) -> No
             pass
         """,
     )
-    result = required_devices(f"pytest {path}::test_x", [])
+    result = _inspect(f"pytest {path}::test_x", tmp_path)
     got = result.requirement.devices if result.requirement else None
     assert got == devices
 
@@ -412,7 +419,7 @@ def test_ids_match_pytest_collection(tmp_path: Path) -> None:
     ids = [line for line in collected if "::" in line and "[" in line]
     assert len(ids) == 14 + 4, collected
     for node_id in ids:
-        result = required_devices(f"pytest {shlex.quote(str(tmp_path / node_id))}", [])
+        result = _inspect(f"pytest {shlex.quote(str(tmp_path / node_id))}", tmp_path)
         assert not [w for w in result.warnings if "matches none" in w], node_id
         case = node_id.split("[", 1)[1]
         expected = max(

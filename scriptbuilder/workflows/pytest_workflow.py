@@ -18,7 +18,8 @@ from scriptbuilder.workflows.base import Workflow, Workload, user_command_step
 
 def _devices(ctx: Context, found: InspectResult) -> tuple[int, bool, str]:
     req, trace = ctx.request, ctx.trace
-    if found.requirement is not None:
+    given = req.required_devices if found.unresolved else None  # an explicit count wins
+    if found.requirement is not None and (given or 0) <= found.requirement.devices:
         need = found.requirement
         for devices, piece in need.evidence:
             trace.chose(
@@ -60,6 +61,15 @@ class PytestWorkflow(Workflow):
                     "after the queue wait; fix the test id (or pass allow_missing_tests: true)"
                 )
             trace.warn(f"{missing} (allow_missing_tests)")
+        for line in found.unresolved:
+            if req.required_devices is None and not req.allow_missing_tests:
+                raise BuildError(
+                    f"test_cmd: {line}, so the GPUs it needs are not known; fix the selection, "
+                    "or set required_devices to the count it needs (allow_missing_tests: true "
+                    "goes on with required_devices or 1)"
+                )
+            given = "required_devices" if req.required_devices else "allow_missing_tests"
+            trace.warn(f"{line}; its GPU count is not known from the source ({given})")
         workdir = None
         if found.workdir is not None:
             workdir = trace.chose(

@@ -14,11 +14,12 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Sequence
+import shlex
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from scriptbuilder.inputs.tests.devices import Walk, merge, test_requirement
-from scriptbuilder.inputs.tests.locate import exists, locate
+from scriptbuilder.inputs.tests.locate import locate
 from scriptbuilder.inputs.tests.marks import Found, Select, expression_filter
 from scriptbuilder.inputs.tests.selectors import (
     PytestCommand,
@@ -31,7 +32,6 @@ from scriptbuilder.inputs.tests.source import read_module
 from scriptbuilder.inputs.tests.testdb import Stage, StageReader, listing, read_stages
 
 __all__ = ["InspectResult", "TestId", "inspect_tests", "is_perf_sanity", "parse_test_ids"]
-__all__ += ["required_devices"]
 
 _LABELS = re.compile(r"(?<![\w.])(gpus|tp|pp):(\d+)")
 _TEST_FILE = re.compile(r"test_\w*\.py|\w+_test\.py")
@@ -57,6 +57,9 @@ class InspectResult:
     workdir_reason: str = ""
     #: One line per selector pytest would not find from the step's directory.
     missing: list[str] = field(default_factory=list)
+    #: One line per selection whose cases the source does not show, nor the test-db list
+    #: (a ``-k`` or an id matching nothing, cases from a fixture): its count is not known.
+    unresolved: list[str] = field(default_factory=list)
 
 
 def _label_need(tid: TestId) -> Found | None:
@@ -120,19 +123,26 @@ def _inspect(test_cmd: str, find: Find, top: str | None, read: StageReader) -> I
         if exprs and filters[-1] is None:
             result.warnings.append(f"{flag} {exprs[-1]!r} is not an expression read here; ignored")
     walk = Walk(result.warnings, filters[0], filters[1])
+    given = zip(("-m", "-k"), (cmd.mark_exprs, cmd.keyword_exprs), filters, strict=True)
+    shown = " ".join(f"{flag} {shlex.quote(e[-1])}" for flag, e, f in given if f)
     unmarked: list[TestId] = []
     stages: list[Stage] = []
     for tid, path in located:
-        before = walk.selected
+        before, gaps = walk.selected, len(walk.unresolved)
         need = (_folder_need if tid.folder else _file_need)(tid, path, walk, top)
-        if any(filters) and walk.selected == before:
-            walk.warnings.append(f"no test of {tid} matches the command's -m/-k expressions")
-            continue
         if need is None and (need := _label_need(tid)) is not None:
             walk.evidence.append(need)
+            del walk.unresolved[gaps:]  # the id's own labels give the count
+        if any(filters) and walk.selected == before:
+            walk.unresolved.append(f"no test of {tid} matches {shown}")
+        reasons = walk.unresolved[gaps:]
         listed = listing(known, tid)
         stages += listed
-        if need is None:
+        if reasons and not listed and need is None:
+            result.unresolved.append("; ".join(reasons))
+            continue
+        walk.warnings.extend(reasons)
+        if need is None or (reasons and listed):
             unmarked.append(tid)
         elif listed and need.devices > max(s.gpus for s in listed):
             walk.warnings.append(
@@ -173,31 +183,3 @@ def inspect_tests(
         return [(tid, located.paths[tid]) for tid in cmd.ids if tid in located.paths]
 
     return _inspect(test_cmd, find, repo_root, read)
-
-
-def required_devices(
-    test_cmd: str, search_roots: Sequence[str | os.PathLike[str]]
-) -> InspectResult:
-    """GPUs the command's tests need, each selector looked up under the first of
-    ``search_roots`` that holds it (``.requirement`` is None when nothing says)."""
-    roots = [os.fspath(root) for root in search_roots]
-
-    def find(cmd: PytestCommand, result: InspectResult) -> list[tuple[TestId, str]]:
-        located: list[tuple[TestId, str]] = []
-        for tid in cmd.ids:
-            cwd, rel = tid.cwd, tid.path
-            heads = [] if cwd is None else [os.path.join(root, cwd) for root in roots]
-            heads = [cwd] if cwd is not None and os.path.isabs(cwd) else heads
-            candidates = [os.path.join(head, rel) for head in [*heads, *roots]]
-            candidates = [rel] if os.path.isabs(rel) else candidates
-            path = next((c for c in candidates if exists(tid, c)), None)
-            if path is None:
-                depth = len(tid.path.split("/"))
-                bases = [c.rsplit("/", depth)[0] for c in candidates]
-                tried = ", ".join(dict.fromkeys(bases)) or "(no search roots)"
-                result.warnings.append(f"test file {tid.path} not found under {tried}")
-            else:
-                located.append((tid, path))
-        return located
-
-    return _inspect(test_cmd, find, None, read_stages)

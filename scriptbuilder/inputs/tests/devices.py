@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
@@ -20,7 +21,12 @@ from scriptbuilder.inputs.tests.marks import Found
 from scriptbuilder.inputs.tests.selectors import TestId
 from scriptbuilder.inputs.tests.source import FunctionNode, Scope, TestModule
 
+Combo = tuple[m.Case, ...]
 _MAX_COMBOS = 512  # combinations of parametrize cases looked at per test, at most
+_SIZE_LABEL = re.compile(r"(?<![A-Za-z_])(tp|pp|cp)(?:_size)?[:=]?(\d+)")
+_SIZE_KINDS = {f"{kind}{tail}": kind for kind in ("tp", "pp", "cp") for tail in ("", "_size")}
+_SIZE_KINDS |= {"tensor_parallel_size": "tp", "pipeline_parallel_size": "pp"}
+_SIZE_KINDS |= {"context_parallel_size": "cp"}
 
 
 @dataclass
@@ -32,6 +38,8 @@ class Walk:
     keywords: m.Select | None = None
     selected: int = 0
     evidence: list[Found] = field(default_factory=list)
+    #: Why a selection names cases the source does not show (their count is not known).
+    unresolved: list[str] = field(default_factory=list)
 
 
 def merge(a: Found | None, b: Found | None, walk: Walk) -> Found | None:
@@ -72,6 +80,50 @@ def _inherited(scope: Scope) -> Found | None:
     return None
 
 
+def _bound_by_labels(
+    case: str, combos: list[Combo], func: FunctionNode, module: TestModule
+) -> tuple[list[Combo], m.Env]:
+    """The cases whose parallel sizes agree with the ``tp``/``pp``/``cp`` labels of the
+    selected id (``tp:1-pp:2``, ``tp2pp2``), and those labels bound to the test's size
+    parameters no case gives a value."""
+    labels: dict[str, int] = {}
+    for kind, n in _SIZE_LABEL.findall(case):
+        labels.setdefault(kind, int(n))
+
+    def agrees(combo: Combo) -> bool:
+        for c in combo:
+            for name, value in c.values.items():
+                kind = _SIZE_KINDS.get(name)
+                n = m.int_value(value, module) if kind in labels else None
+                if kind is not None and n is not None and n != labels[kind]:
+                    return False
+        return True
+
+    kept = [combo for combo in combos if agrees(combo)] or combos
+    args = [a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)]
+    env: m.Env = {
+        name: ast.Constant(labels[kind])
+        for name in args
+        if (kind := _SIZE_KINDS.get(name)) in labels
+    }
+    return kept, env
+
+
+def _keywords(
+    keywords: m.Select, names: set[str], func: FunctionNode, case: str | None, combo: Combo
+) -> bool | None:
+    """Whether ``-k`` keeps a case: over each id pytest may give it, None when they differ
+    or when its id may be any text."""
+    if case is not None or not combo:
+        return keywords({*names, f"{func.name}[{case}]" if case else func.name}, False)
+    if any(c.id is None and not c.options for c in combo):
+        return keywords({*names, func.name + "["}, True)
+    choices = [[c.id] if c.id is not None else list(c.options) for c in combo]
+    ids = itertools.islice(itertools.product(*choices), _MAX_COMBOS)
+    verdicts = {keywords({*names, f"{func.name}[{'-'.join(i)}]"}, False) for i in ids}
+    return verdicts.pop() if len(verdicts) == 1 else None
+
+
 def _func_requirement(
     owner: Scope, func: FunctionNode, case: str | None, walk: Walk, display: str
 ) -> Found | None:
@@ -82,35 +134,39 @@ def _func_requirement(
     names: set[str] = set()
     levels = [(list(reversed(func.decorator_list)), qual), *_levels(owner)]
     for exprs, label in levels:
-        for mark, _line in m.iter_marks(exprs, module):
+        for mark, _line, home in m.iter_marks(exprs, module):
             names.add(m.mark_name(mark)[0] or "")
-            if (cases := m.parametrize_cases(mark, module)) is not None:
+            if (cases := m.parametrize_cases(mark, home)) is not None:
                 params.append(cases)
         inherited = inherited or _found(m.best_hit(exprs, module), label)
 
     combos = m.match_case(case, params) if case is not None and params else []
-    if case is not None and params and not combos:
-        walk.warnings.append(
-            f"case [{case}] of {display}::{qual} matches none of its parametrize ids;"
-            " using the largest requirement over all its cases"
+    if case is not None and not combos:
+        why = "matches none of its parametrize ids" if params else "is not parametrized here"
+        walk.unresolved.append(
+            f"[{case}] of {display}::{qual} {why} (its cases come from something not read here)"
         )
+    label_env: m.Env = {}
+    if case is not None:
+        combos, label_env = _bound_by_labels(case, combos, func, module)
     combos = combos or list(itertools.islice(itertools.product(*params), _MAX_COMBOS))
     found: Found | None = None
-    words = {display.rpartition("/")[2], *qual.split("::")}
+    words = {*display.split("/"), *qual.split("::")}
     for combo in combos:
         combo_marks = [expr for c in combo for expr in c.marks]
         marked = names | m.mark_names(combo_marks, module)
         auto = "-".join(c.id if c.id is not None else f"#{c.index}" for c in combo)
         case_id = case if case is not None else auto if combo else None
-        item = {*words, *marked, f"{func.name}[{case_id}]" if case_id else func.name}
-        unknown = any(c.id is None for c in combo)  # -k cannot tell: the case counts
-        if (walk.select and not walk.select(marked)) or (
-            walk.keywords and not unknown and not walk.keywords(item)
+        if walk.select and not walk.select(marked, False):
+            continue
+        if (
+            walk.keywords
+            and _keywords(walk.keywords, {*words, *marked}, func, case, combo) is False
         ):
             continue
         walk.selected += 1
         where = f"{qual}[{case_id}]" if combo else qual
-        values = {name: value for c in combo for name, value in c.values.items()}
+        values = {**label_env, **{name: value for c in combo for name, value in c.values.items()}}
         need = _found(m.best_hit(combo_marks, module), where) or inherited
         hits = [*body_hits(func, values, module, owner), *case_hits(func, case_id, values, module)]
         for piece in [need, *(_found(hit, where) for hit in hits)]:
@@ -150,6 +206,7 @@ def test_requirement(module: TestModule, tid: TestId, walk: Walk) -> Found | Non
                 f"{kind} {name} not found in {tid.path}; using the markers of "
                 f"{scope.qualname or 'the module'}"
             )
+            walk.unresolved.append(f"{kind} {name} is not defined in {tid.path}")
             return _inherited(scope)
         scope = cls
     return _scope_requirement(scope, walk, tid.path)

@@ -10,7 +10,14 @@ import math
 import re
 from collections.abc import Iterator
 
-from scriptbuilder.inputs.tests.marks import Env, Found, callee_name, count_compare, int_value
+from scriptbuilder.inputs.tests.marks import (
+    Env,
+    Found,
+    bind_args,
+    callee_name,
+    count_compare,
+    int_value,
+)
 from scriptbuilder.inputs.tests.source import FunctionNode, Scope, TestModule
 
 _SIZES = {"tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size"}
@@ -19,7 +26,7 @@ _WORLD = {"world_size", "gpu_count", "num_gpus", "n_gpus", "nprocs", "mpi_pool_e
 _POOL = {"max_workers", "n_workers", "num_workers"}  # of a callee named *mpi*
 _MPIRUN = re.compile(r"\bmpirun\b[^;&|]*?\s-(?:n|np)[\s=]+(\d+)")
 _FLAG = re.compile(r"--(tp|pp|cp)(?:_size)?[\s=]+(\d+)")
-_LABEL = re.compile(r"(?<![A-Za-z])(tp|pp|cp|ulysses|cfg|ring)_?(\d+)(?!\d)")
+_LABEL = re.compile(r"(?<![A-Za-z])(tp|pp|cp|ulysses|cfg|ring)[_:]?(\d+)(?!\d)")
 _GRID = re.compile(r"(?<![A-Za-z])attn2d_(\d+)x(\d+)")
 _GPUS = re.compile(r"(?<![A-Za-z\d])(\d+)_?gpus?(?![A-Za-z])")
 _DEPTH = 3
@@ -93,17 +100,11 @@ def _product(pairs: Iterator[tuple[str, int | None]]) -> int | None:
 
 def _bind(func: FunctionNode, call: ast.Call, env: Env, module: TestModule, method: bool) -> Env:
     """The helper's parameters that take a known constant in ``call``."""
-    params = [*func.args.posonlyargs, *func.args.args][1 if method else 0 :]
-    defaults = dict(zip([p.arg for p in params][::-1], func.args.defaults[::-1], strict=False))
-    kw_defaults = zip(func.args.kwonlyargs, func.args.kw_defaults, strict=True)
-    defaults.update({p.arg: d for p, d in kw_defaults if d})
-    given = dict(zip((p.arg for p in params), call.args, strict=False))
-    given.update({kw.arg: kw.value for kw in call.keywords if kw.arg})
     bound: Env = {}
-    for name, expr in {**defaults, **given}.items():
+    for name, expr in bind_args(func, call, method).items():
         n = int_value(expr, module, env)
         value = n if n is not None else _value(expr, env)
-        if isinstance(value, (str, int, float, bool)) and not isinstance(expr, ast.Starred):
+        if isinstance(value, (str, int, float, bool)):
             bound[name] = ast.Constant(value)
     return bound
 

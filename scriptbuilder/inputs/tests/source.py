@@ -1,4 +1,6 @@
-"""A test file read whole with :mod:`ast` (never imported), and the conftest.py files above it."""
+"""A test file read whole with :mod:`ast` (never imported), the conftest.py files above it,
+and the helper modules of the checkout it imports names from (``from utils.util import x``,
+``from .conftest import y``), read when a name is looked up, at most :data:`DEPTH` deep."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
 #: Larger files are not read (no test file comes near it).
 MAX_BYTES = 4 << 20
+#: How many imports deep a name is followed (as calls into helpers).
+DEPTH = 3
 
 
 @dataclass
@@ -61,6 +65,10 @@ class Scope:
                 cls.fill(node.body, {})
                 cls.marks += reversed(node.decorator_list)
                 self.classes[node.name] = cls
+            elif isinstance(node, ast.ImportFrom) and self.parent is None:
+                for alias in node.names:
+                    name = (node.module or "", node.level, alias.name)
+                    self.module.imports[alias.asname or alias.name] = name
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in (t.id for t in targets if isinstance(t, ast.Name)):
@@ -69,26 +77,87 @@ class Scope:
 
 
 class TestModule:
-    """One test file, parsed whole (raises SyntaxError or ValueError)."""
+    """One test file, parsed whole (raises SyntaxError or ValueError); ``top``: the
+    checkout, the folder imported modules are looked for in; ``depth``: imports followed
+    to reach this module."""
 
     __test__ = False  # not a pytest test class
 
-    def __init__(self, text: str, filename: str, conftests: tuple[TestModule, ...] = ()) -> None:
+    def __init__(
+        self,
+        text: str,
+        filename: str,
+        conftests: tuple[TestModule, ...] = (),
+        top: str | None = None,
+        depth: int = 0,
+    ) -> None:
         self.filename = filename
         #: The conftest.py files of its folder and the folders above, closest first.
         self.conftests = conftests
+        self.top, self.depth = top, depth
         #: Module-level names and the values bound to them.
         self.names: dict[str, ast.expr] = {}
+        #: ``from MODULE import NAME [as LOCAL]``: LOCAL -> (MODULE, level, NAME).
+        self.imports: dict[str, tuple[str, int, str]] = {}
+        #: The modules read for :attr:`imports` so far, by path (None: not readable).
+        self.imported: dict[str, TestModule | None] = {}
         self.root = Scope("", None, self)
         self.root.fill(ast.parse(text, filename=filename).body, self.names)
 
     def helper(self, name: str) -> tuple[FunctionNode, TestModule] | None:
-        """A module-level function of this file or of a conftest.py above it."""
+        """A module-level function of this file or of a conftest.py above it, or one
+        this file imports from a module of the checkout."""
         found = ((f, mod) for mod in (self, *self.conftests) if (f := mod.root.funcs.get(name)))
-        return next(found, None)
+        hit = next(found, None)
+        if hit is None and (source := self.import_source(name)) is not None:
+            return source[0].helper(source[1])
+        return hit
+
+    def binding(self, name: str) -> tuple[ast.expr, TestModule] | None:
+        """The value of a module-level name of this file, or of the module it imports it
+        from, and that module (the names in the value are its names)."""
+        if name in self.names:
+            return self.names[name], self
+        source = self.import_source(name)
+        return source[0].binding(source[1]) if source is not None else None
+
+    def import_source(self, name: str) -> tuple[TestModule, str] | None:
+        """The module of the checkout ``name`` is imported from, and its name there."""
+        spec = self.imports.get(name)
+        path = _module_path(self, spec[0], spec[1]) if spec and self.depth < DEPTH else None
+        if spec is None or path is None:
+            return None
+        if path not in self.imported:
+            try:
+                module = read_module(path, self.top, self.depth + 1)
+            except (OSError, SyntaxError, ValueError):  # not a module read here
+                module = None
+            self.imported[path] = module
+        found = self.imported[path]
+        return (found, spec[2]) if found is not None and found is not self else None
 
 
-def read_module(path: str, top: str | None = None) -> TestModule:
+def _module_path(module: TestModule, name: str, level: int) -> str | None:
+    """The file of the checkout ``from NAME import`` reads in ``module`` (``level``: its
+    leading dots): relative to its package, else from its folder or one above it."""
+    here = os.path.dirname(os.path.abspath(module.filename))
+    top = os.path.abspath(module.top) if module.top else here
+    parts = [part for part in name.split(".") if part]
+    if level:
+        folders = [here, *map(str, PurePath(here).parents)][level - 1 : level]
+    else:
+        folders = [here, *map(str, PurePath(here).parents)]
+    for folder in folders:
+        if folder != top and not folder.startswith(top.rstrip("/") + "/"):
+            break
+        base = os.path.join(folder, *parts)
+        for path in (base + ".py", os.path.join(base, "__init__.py")):
+            if parts and os.path.isfile(path):
+                return path
+    return None
+
+
+def read_module(path: str, top: str | None = None, depth: int = 0) -> TestModule:
     """The file at ``path`` (undecodable bytes replaced), with the conftest.py files
     from its folder up to ``top`` (the checkout; its own folder only when None)."""
     if os.path.getsize(path) > MAX_BYTES:
@@ -96,12 +165,12 @@ def read_module(path: str, top: str | None = None) -> TestModule:
     here = os.path.abspath(path)
     stop = os.path.abspath(top) if top else os.path.dirname(here)
     conftests: list[TestModule] = []
-    for folder in map(str, PurePath(here).parents):
+    for folder in map(str, PurePath(here).parents) if depth == 0 else ():
         conftest = os.path.join(folder, "conftest.py")
         if conftest != here and os.path.isfile(conftest):
             with contextlib.suppress(OSError, SyntaxError, ValueError):  # not ours to report
-                conftests.append(read_module(conftest, folder))
+                conftests.append(read_module(conftest, top, depth + 1))
         if folder == stop or not folder.startswith(stop):
             break
     with open(path, encoding="utf-8", errors="replace") as file:
-        return TestModule(file.read(), path, tuple(conftests))
+        return TestModule(file.read(), path, tuple(conftests), top, depth)
