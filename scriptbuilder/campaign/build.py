@@ -4,8 +4,9 @@ work_dir below the campaign folder (``job-01``, ...), and ``campaign.json`` besi
 Each job's request is the campaign request with ``test_cmd`` (its pytest invocations)
 in place of the list, its own ``work_dir`` (and ``remote_work_dir``), the campaign's
 slurm_env.json, ``share_node`` (it asks for exactly its GPUs), ``persistent_mode``
-false (a sbatch job of its own) and ``total_required_devices`` its group's GPUs, so a
-job whose build derives another count stops instead of asking for it.
+false (a sbatch job of its own), and ``required_devices`` and ``total_required_devices``
+its group's GPUs (each entry was sized alone; a job whose build derives another count
+from its joined command stops instead of asking for it).
 """
 
 from __future__ import annotations
@@ -136,7 +137,8 @@ def _partition(req: BuildRequest, read_slurm_env: SlurmEnvReader) -> tuple[int, 
 def _job_request(req: BuildRequest, job: Job, name: str, slurm_env: str) -> dict[str, Any]:
     data = req.model_dump(exclude_none=True, exclude=_CAMPAIGN_FIELDS)
     data |= {"test_cmd": job.test_cmd, "work_dir": posixpath.join(req.work_dir, name)}
-    data |= {"total_required_devices": job.gpus, "share_node": True, "persistent_mode": False}
+    data |= {"total_required_devices": job.gpus, "required_devices": job.gpus}
+    data |= {"share_node": True, "persistent_mode": False}
     if req.execution_scenario != "local_docker":
         data["slurm_env_file"] = slurm_env
     if req.remote_work_dir:
