@@ -373,3 +373,19 @@ def test_the_benchmark_plans_fewer_gpu_hours_than_one_job_per_test() -> None:
     assert single[0] == "60" and int(planned[0]) < 60
     assert float(planned[3]) < float(single[3])  # GPU-hours
     assert float(planned[1]) <= 1.5 * float(bound[1]) + STARTUP_MINUTES  # makespan
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_build_json_of_a_campaign(build_env: BuildEnv, tmp_path: Path, dry_run: bool) -> None:
+    request = _campaign_request(build_env, tmp_path)
+    before = snapshot_tree(build_env.work_dir)
+    code, out, err = run_cli(["build", "--json", *(["--dry-run"] if dry_run else []), str(request)])
+    assert (code, err) == (0, "")
+    result = json.loads(out)
+    assert (result["ok"], result["written"], "job_spec" in result) == (True, not dry_run, False)
+    campaign = CampaignFile.model_validate(result["campaign"])
+    assert result["files"][-1] == str(build_env.work_dir / "campaign.json")
+    assert {str(Path(f).parent) for f in result["files"][:-1]} == {
+        j.work_dir for j in campaign.jobs
+    }
+    assert (snapshot_tree(build_env.work_dir) == before) is dry_run

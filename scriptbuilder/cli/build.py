@@ -15,7 +15,14 @@ from typing import Any
 import click
 from pydantic import BaseModel
 
-from scriptbuilder.api import BuiltJob, build, build_campaign, load_request, sweep_readers
+from scriptbuilder.api import (
+    BuiltCampaign,
+    BuiltJob,
+    build,
+    build_campaign,
+    load_request,
+    sweep_readers,
+)
 from scriptbuilder.campaign.build import CAMPAIGN_JSON
 from scriptbuilder.cli.group import Group, fail, os_error_message, write_out
 from scriptbuilder.errors import BuildError
@@ -58,35 +65,64 @@ def _env_info(path: str | None) -> FileEnvInfo | None:
     return FileEnvInfo.load(path) if path else None
 
 
+def _build_any(source: str, info: FileEnvInfo | None) -> BuiltJob | BuiltCampaign:
+    """The job of the request file ``source``, or its campaign (test_list, test_db)."""
+    req = load_request(read_request(source))
+    return build_campaign(req, env_info=info) if req.is_campaign else build(req, env_info=info)
+
+
+def _campaign_outcome(built: BuiltCampaign, dry_run: bool) -> BuildOutcome:
+    files = [Path(out.path) for job in built.jobs for out in job.files] + [Path(built.path)]
+    return BuildOutcome(
+        ok=True,
+        exit_code=0,
+        work_dir=built.request.work_dir,
+        written=not dry_run,
+        files=[str(path) for path in (files if dry_run else built.write())],
+        campaign=built.campaign.model_dump(mode="json"),
+        warnings=built.campaign.warnings,
+    )
+
+
+def _job_outcome(job: BuiltJob, dry_run: bool, trace: bool) -> BuildOutcome:
+    paths = [Path(out.path) for out in job.files] if dry_run else job.write()
+    entries = None
+    if trace:
+        masked = mask_data([list(entry) for entry in job.trace.choices], job.secrets)
+        entries = [TraceEntry(field=f, value=v, rule=r) for f, v, r in masked]
+    return BuildOutcome(
+        ok=True,
+        exit_code=0,
+        work_dir=job.request.work_dir,
+        written=not dry_run,
+        files=[str(path) for path in paths],
+        job_spec=job.job_spec_data,
+        warnings=list(job.warnings),
+        trace=entries,
+    )
+
+
 def _outcome(
-    make: Callable[[], BuiltJob], *, dry_run: bool, trace: bool = False, line: int | None = None
+    make: Callable[[], BuiltJob | BuiltCampaign],
+    *,
+    dry_run: bool,
+    trace: bool = False,
+    line: int | None = None,
 ) -> BuildOutcome:
-    """Build the job ``make`` returns and, unless ``dry_run``, write it; print the result
-    (or why it failed, with the exit status a single build would end with) as one line
-    of JSON and return it."""
+    """Build the job (or campaign) ``make`` returns and, unless ``dry_run``, write it;
+    print the result (or why it failed, with the exit status a single build would end
+    with) as one line of JSON and return it."""
     try:
-        job = make()
-        paths = [Path(out.path) for out in job.files] if dry_run else job.write()
+        built = make()
+        if isinstance(built, BuiltCampaign):
+            result = _campaign_outcome(built, dry_run)
+        else:
+            result = _job_outcome(built, dry_run, trace)
     except BuildError as exc:
-        result = BuildOutcome(line=line, ok=False, exit_code=exc.exit_code, error=str(exc))
+        result = BuildOutcome(ok=False, exit_code=exc.exit_code, error=str(exc))
     except OSError as exc:
-        result = BuildOutcome(line=line, ok=False, exit_code=1, error=os_error_message(exc))
-    else:
-        entries = None
-        if trace:
-            masked = mask_data([list(entry) for entry in job.trace.choices], job.secrets)
-            entries = [TraceEntry(field=f, value=v, rule=r) for f, v, r in masked]
-        result = BuildOutcome(
-            line=line,
-            ok=True,
-            exit_code=0,
-            work_dir=job.request.work_dir,
-            written=not dry_run,
-            files=[str(path) for path in paths],
-            job_spec=job.job_spec_data,
-            warnings=list(job.warnings),
-            trace=entries,
-        )
+        result = BuildOutcome(ok=False, exit_code=1, error=os_error_message(exc))
+    result = result.model_copy(update={"line": line})
     # Top-level fields that do not apply are left out; a null inside one (job_spec.json) stays.
     data = {k: v for k, v in result.model_dump(mode="json").items() if v is not None}
     write_out(json.dumps(data) + "\n")
@@ -218,7 +254,7 @@ def build_command(
             return 0
         # The result as one JSON object; a failure then ends as without --json.
         result = _outcome(
-            lambda: build(read_request(request), env_info=_env_info(env_info)),
+            lambda: _build_any(request, _env_info(env_info)),
             dry_run=dry_run,
             trace=explain,
         )

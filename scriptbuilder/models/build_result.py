@@ -47,6 +47,12 @@ class BuildOutcome(BaseModel):
         description="job_spec.json as written, secret values shown as *** "
         "(its shape: scriptbuilder schema job-spec).",
     )
+    campaign: dict[str, Any] | None = Field(
+        None,
+        description="A test_list or test_db request: campaign.json as written (its shape: "
+        "scriptbuilder schema campaign); files then lists every job's files, campaign.json "
+        "last, and job_spec is left out.",
+    )
     warnings: list[str] | None = Field(None, description="The build's warnings.")
     trace: list[TraceEntry] | None = Field(
         None, description="build --json --explain only: every resolved value and its rule."
