@@ -389,3 +389,15 @@ def test_build_json_of_a_campaign(build_env: BuildEnv, tmp_path: Path, dry_run: 
         j.work_dir for j in campaign.jobs
     }
     assert (snapshot_tree(build_env.work_dir) == before) is dry_run
+
+
+def test_an_entry_whose_selection_the_source_does_not_show_is_refused(
+    build_env: BuildEnv, tmp_path: Path
+) -> None:
+    text = LIST + 'unittest/_torch/test_moe.py -k "nothing_here"\n'
+    request = json.loads(_campaign_request(build_env, tmp_path, text).read_text())
+    message = cli_refusal(tmp_path, build_env.work_dir, request)
+    assert message.startswith(
+        f"{tmp_path / 'tests.txt'}:9: no test of unittest/_torch/test_moe.py matches -k "
+        "nothing_here, so the GPUs it needs are not known"
+    )

@@ -138,11 +138,13 @@ def derive(
     default_minutes: float,
     read: Durations,
 ) -> Need | str:
-    """The entry's need, or why its test was not found."""
+    """The entry's need, or why its test was not found (or cannot be sized)."""
     found = inspect_tests(f"pytest -v {entry.selector}", repo_root, None, read_stages)
     unknown = [w for w in found.warnings if " not found in " in w]
     if found.missing or unknown:
         return (found.missing or unknown)[0]
+    if found.unresolved:  # a selection the source does not show: its GPUs are not known
+        return f"{found.unresolved[0]}, so the GPUs it needs are not known"
     need = found.requirement
     gpus, exact = (need.devices, need.exact) if need is not None else (1, False)
     source = need.source if need is not None else "default (nothing in the source says)"
