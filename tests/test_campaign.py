@@ -234,6 +234,7 @@ def test_a_campaign_build_writes_one_ordinary_work_dir_per_job(
     build_env: BuildEnv, tmp_path: Path
 ) -> None:
     request = _campaign_request(build_env, tmp_path)
+    (build_env.work_dir / "job-99").mkdir()  # an earlier build's
     code, out, err = run_cli(["build", str(request)])
     assert code == 0, err
     campaign = CampaignFile.model_validate_json((build_env.work_dir / "campaign.json").read_text())
@@ -272,8 +273,10 @@ def test_a_campaign_build_writes_one_ordinary_work_dir_per_job(
         assert f"#SBATCH --output={job.work_dir}/l0_auto_test_%j.out\n" in script
         check_syntax(build.script)
     assert sorted(p.name for p in build_env.work_dir.iterdir()) == [
-        ".scriptbuilder.lock", "campaign.json", *(j.name for j in campaign.jobs), "slurm_env.json"
+        ".scriptbuilder.lock", "campaign.json", *(j.name for j in campaign.jobs), "job-99",
+        "slurm_env.json",
     ]  # fmt: skip
+    assert f"{build_env.work_dir / 'job-99'} is not a job of this campaign" in campaign.warnings[0]
 
 
 def test_the_job_command_runs_every_invocation_and_ends_with_the_first_failure(

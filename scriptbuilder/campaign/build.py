@@ -11,6 +11,7 @@ from its joined command stops instead of asking for it).
 
 from __future__ import annotations
 
+import glob
 import os
 import posixpath
 from collections.abc import Callable, Mapping
@@ -246,6 +247,14 @@ def build_campaign(
                 entries=entries_out,
             )
         )
+    names = {job.name for job in jobs}
+    earlier = sorted(glob.glob(posixpath.join(glob.escape(req.work_dir), "job-*")))
+    plan.warnings += [
+        f"{path} is not a job of this campaign (an earlier build's?); campaign.json lists "
+        "the jobs, remove it"
+        for path in earlier
+        if os.path.isdir(path) and posixpath.basename(path) not in names
+    ]
     s, skipped, missing = plan.schedule, plan.skipped, plan.missing
     campaign = CampaignFile(
         work_dir=req.work_dir,
