@@ -146,10 +146,10 @@ def _func_requirement(
         walk.unresolved.append(
             f"[{case}] of {display}::{qual} {why} (its cases come from something not read here)"
         )
+    combos = combos or list(itertools.islice(itertools.product(*params), _MAX_COMBOS))
     label_env: m.Env = {}
     if case is not None:
         combos, label_env = _bound_by_labels(case, combos, func, module)
-    combos = combos or list(itertools.islice(itertools.product(*params), _MAX_COMBOS))
     found: Found | None = None
     words = {*display.split("/"), *qual.split("::")}
     for combo in combos:

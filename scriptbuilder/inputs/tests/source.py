@@ -138,17 +138,15 @@ class TestModule:
 
 
 def _module_path(module: TestModule, name: str, level: int) -> str | None:
-    """The file of the checkout ``from NAME import`` reads in ``module`` (``level``: its
-    leading dots): relative to its package, else from its folder or one above it."""
+    """The file of the test tree ``from NAME import`` reads in ``module`` (``level``: its
+    leading dots): relative to its package, else from its folder or one above it below
+    the checkout's top folder (its own packages, such as ``tensorrt_llm``, are not read)."""
     here = os.path.dirname(os.path.abspath(module.filename))
     top = os.path.abspath(module.top) if module.top else here
     parts = [part for part in name.split(".") if part]
-    if level:
-        folders = [here, *map(str, PurePath(here).parents)][level - 1 : level]
-    else:
-        folders = [here, *map(str, PurePath(here).parents)]
-    for folder in folders:
-        if folder != top and not folder.startswith(top.rstrip("/") + "/"):
+    folders = [here, *map(str, PurePath(here).parents)]
+    for folder in folders[level - 1 : level] if level else folders:
+        if folder != here and not folder.startswith(top.rstrip("/") + "/"):
             break
         base = os.path.join(folder, *parts)
         for path in (base + ".py", os.path.join(base, "__init__.py")):

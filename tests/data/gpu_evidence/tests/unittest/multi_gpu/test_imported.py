@@ -2,6 +2,7 @@
 
 import subprocess
 
+from product_marks import skip_from_the_product
 from utils.deepest import skip_from_far, skip_from_three
 from utils.util import run_ranks, skip_num_gpus_less_than, skip_pre_hopper, skip_single_gpu
 from utils.util import skip_from_two_modules_away as skip_two_away
@@ -42,4 +43,9 @@ def test_beyond_the_depth():
 
 @skip_from_three
 def test_three_imports_away():
+    pass
+
+
+@skip_from_the_product
+def test_product_module_not_read():
     pass
