@@ -7,11 +7,13 @@ route (:mod:`.job.route`), then the job on it (:mod:`.job.assemble`).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import posixpath
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+import subprocess
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import cache, partial
 from pathlib import Path
@@ -27,6 +29,8 @@ from scriptbuilder.inputs.slurm_env import load_slurm_env
 from scriptbuilder.inputs.tests.testdb import StageReader, read_stages
 from scriptbuilder.job.assemble import assemble
 from scriptbuilder.job.route import choose_route
+from scriptbuilder.lifecycle.ssh import SshTransport
+from scriptbuilder.lifecycle.transport import TransportError
 from scriptbuilder.models.messages import validated
 from scriptbuilder.models.request import BuildRequest
 from scriptbuilder.models.slurm_env import SlurmEnv
@@ -53,6 +57,33 @@ def load_request(data: Mapping[str, Any] | BuildRequest) -> BuildRequest:
     return validated(BuildRequest, dict(data), "request field", "fix its value")
 
 
+@contextlib.contextmanager
+def _stops_the_build() -> Iterator[None]:
+    try:
+        yield
+    except TransportError as exc:
+        raise BuildError(str(exc)) from None
+
+
+class _LoginNode(SshTransport):
+    """The login node as a remote perf-sanity build reaches it (submit.py runs there):
+    ssh's failures stop the build with their one line."""
+
+    def run(
+        self, argv: Sequence[str], *, stdin: bytes | None = None, timeout: float = 60.0
+    ) -> subprocess.CompletedProcess[bytes]:
+        with _stops_the_build():
+            return super().run(argv, stdin=stdin, timeout=timeout)
+
+    def read_head(self, path: str, max_bytes: int) -> bytes | None:
+        with _stops_the_build():
+            return super().read_head(path, max_bytes)
+
+    def write_file(self, path: str, data: bytes, mode: int) -> None:
+        with _stops_the_build():
+            super().write_file(path, data, mode)
+
+
 def build(
     request: Mapping[str, Any] | BuildRequest,
     *,
@@ -61,12 +92,16 @@ def build(
     env_info: EnvInfo | None = None,
     clock: Callable[[], datetime] | None = None,
     ssh: Runner | None = None,
+    ssh_options: Sequence[str] = (),
+    control_path: str | None = None,
     read_slurm_env: SlurmEnvReader = load_slurm_env,
     read_test_stages: StageReader = read_stages,
 ) -> BuiltJob:
     """Resolve ``request`` into a script, a job spec and a report; reads input files but
     writes nothing. ``ssh`` asks the remote home (:mod:`.inputs.remote_home`); the readers
-    read slurm_env.json and a checkout's test-db lists (build_many reads each once)."""
+    read slurm_env.json and a checkout's test-db lists (build_many reads each once).
+    ``ssh_options`` (``KEY=VALUE``) and ``control_path`` are how ``write()`` reaches the
+    login node of a remote perf-sanity build, whose submit.py runs there."""
     req = load_request(request)
     if req.is_campaign:
         raise BuildError(
@@ -119,7 +154,12 @@ def build(
         ctx.trace.chose("slurm_env", path, rule)
     image, mounts = resolve_image(ctx), resolve_mounts(ctx)
     target = resolve_slurm_target(ctx) if ctx.is_slurm else None
-    return assemble(ctx, choose_route(ctx, image, mounts, target))
+    job = assemble(ctx, choose_route(ctx, image, mounts, target))
+    if job.submit is None or (login := job.submit.login) is None:
+        return job
+    with _stops_the_build():
+        node = _LoginNode(login.host, login.user, control_path, ssh_options)
+    return replace(job, submit=replace(job.submit, node=node))
 
 
 def build_campaign(

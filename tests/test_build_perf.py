@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import yaml
 from syrupy.assertion import SnapshotAssertion
 
 from scriptbuilder.errors import BuildError
+from scriptbuilder.workflows.perf_sanity import SUBMIT_PY_RELPATH
 from tests.build_env import REAL_FILES, BuildEnv
 
 AGGR = REAL_FILES / "gpt_oss_120b_fp4_blackwell.yaml"
@@ -90,20 +92,45 @@ def test_perf_sanity_test_id_uses_test_list(build_env: BuildEnv) -> None:
     assert json.loads(job.job_spec_json)["workflow_type"] == "pytest"
 
 
-def test_remote_uses_remote_work_dir_and_llm_src(build_env: BuildEnv) -> None:
-    req = build_env.request(
+def remote_request(build_env: BuildEnv) -> dict[str, str]:
+    return build_env.request(
         "perf_sanity",
         execution_scenario="remote_slurm",
         perf_config_yaml=str(AGGR),
         perf_test_name=SERVER,
         model_name="m",
     )
-    job = build_env.build(req)
-    assert job.submit is not None
-    argv = list(job.submit.argv)
-    assert argv[argv.index("--work-dir") + 1] == "/lustre/alice/TensorRT-LLM/work_dirs/work"
+
+
+def test_remote_runs_the_clusters_submit_py_in_remote_work_dir(build_env: BuildEnv) -> None:
+    """remote_slurm: submit.py is the cluster's, runs in remote_work_dir on the login node
+    with the config sent there; job_spec.json names the launch script's local copy."""
+    job = build_env.build(remote_request(build_env))
+    run = job.submit
+    assert run is not None and run.login is not None
+    remote = "/lustre/alice/TensorRT-LLM/work_dirs/work"
+    assert (run.login.host, run.login.user) == ("login", "alice")
+    assert str(run.cwd) == remote and run.login.launch_sh == f"{remote}/slurm_launch.sh"
+    argv = list(run.argv)
+    assert argv[:2] == ["python3", "/lustre/alice/TensorRT-LLM/" + SUBMIT_PY_RELPATH]
+    assert argv[argv.index("--work-dir") + 1] == remote
     assert argv[argv.index("--llm-src") + 1] == "/lustre/alice/TensorRT-LLM"
-    assert argv[argv.index("--launch-sh") + 1] == str(build_env.work_dir / "slurm_launch.sh")
+    assert argv[argv.index("--launch-sh") + 1] == f"{remote}/slurm_launch.sh"
+    assert argv[argv.index("--config-file") + 1] == f"{remote}/{AGGR.name}"
+    assert [(i.path, i.text) for i in run.inputs] == [(f"{remote}/{AGGR.name}", AGGR.read_text())]
+    spec = json.loads(job.job_spec_json)
+    assert spec["script_path"] == str(build_env.work_dir / "slurm_launch.sh")
+    assert spec["extra_files"] == []
+    explained = "\n".join(job.explanation)
+    assert f"ssh alice@login, in remote_work_dir {remote}" in explained
+    assert f"{remote}/slurm_launch.sh -> {build_env.work_dir}/slurm_launch.sh" in explained
+    assert run.display().startswith(f"ssh alice@login (in {remote}): python3 ")
+
+
+def test_remote_perf_sanity_needs_a_login_host(build_env: BuildEnv) -> None:
+    build_env.slurm_env(ssh_host=None)
+    with pytest.raises(BuildError, match=r"^ssh_host is required .*login node; pass ssh_host"):
+        build_env.build(remote_request(build_env))
 
 
 def test_failing_submit_py_stops_with_its_error_line(
@@ -179,3 +206,19 @@ def test_eval_fallback_without_base_config_stops(build_env: BuildEnv) -> None:
     req = build_env.request("eval", eval_cmd="trtllm-eval --model /m/x --tp_size 16 mmlu")
     with pytest.raises(BuildError, match="perf_config_yaml is required: eval world size"):
         build_env.build(req)
+
+
+def test_remote_perf_sanity_with_an_unreachable_login_node(build_env: BuildEnv) -> None:
+    """ssh's own failure stops the build with its one line; nothing is written."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again: nothing listens there
+    build_env.slurm_env(ssh_host="127.0.0.1")
+    job = build_env.build(remote_request(build_env), ssh_options=[f"Port={port}"])
+    with pytest.raises(BuildError) as err:
+        job.write()
+    assert str(err.value).startswith("ssh alice@127.0.0.1: ") and "Connection refused" in str(
+        err.value
+    )
+    assert "\n" not in str(err.value)
+    assert not (build_env.work_dir / "job_spec.json").exists()

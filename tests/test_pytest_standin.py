@@ -66,3 +66,34 @@ def test_standin_behaves_like_pytest(
         assert "skipped" not in out and "not found" not in out, out
     else:
         assert text in out, out
+
+
+PERF_ID = "perf/test_perf_sanity.py::test_e2e[aggr-cfg-server]"
+
+
+@pytest.mark.parametrize(
+    ("lines", "folder", "code", "text"),
+    [
+        (None, "configs", 3, "INTERNALERROR> FileNotFoundError"),
+        ([PERF_ID], "configs", 0, None),
+        ([PERF_ID], "elsewhere", 5, f"ERROR: not found: {PERF_ID} (no "),
+        (["perf/test_gone.py::test_x"], "configs", 5, "ERROR: not found: perf/test_gone.py"),
+    ],
+    ids=["list-missing", "found", "config-missing", "test-missing"],
+)
+def test_standin_reads_the_test_list(
+    tmp_path: Path, lines: list[str] | None, folder: str, code: int, text: str | None
+) -> None:
+    """TensorRT-LLM's --test-list: the file, its tests and a perf id's config must exist."""
+    (tmp_path / "perf").mkdir()
+    (tmp_path / "perf" / "test_perf_sanity.py").write_text("def test_e2e():\n    pass\n")
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "cfg.yaml").write_text("hardware: {gpus_per_node: 1}\n")
+    listed = tmp_path / "test_list.txt"
+    if lines is not None:
+        listed.write_text("\n".join(lines) + "\n")
+    args = ["-v", "perf/test_perf_sanity.py", f"--test-list={listed}"]
+    done = run(STANDINS[1], tmp_path, *args, AGG_CONFIG_FOLDER=str(tmp_path / folder))
+    out = done.stdout + done.stderr
+    assert done.returncode == code, out
+    assert text is None or text in out, out

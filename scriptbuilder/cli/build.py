@@ -25,6 +25,7 @@ from scriptbuilder.api import (
 )
 from scriptbuilder.campaign.build import CAMPAIGN_JSON
 from scriptbuilder.cli.group import Group, fail, os_error_message, write_out
+from scriptbuilder.cli.lifecycle import ssh_options
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.env_info import FileEnvInfo
 from scriptbuilder.inputs.request_file import decoded, parse_json, read_request
@@ -65,10 +66,13 @@ def _env_info(path: str | None) -> FileEnvInfo | None:
     return FileEnvInfo.load(path) if path else None
 
 
-def _build_any(source: str, info: FileEnvInfo | None) -> BuiltJob | BuiltCampaign:
-    """The job of the request file ``source``, or its campaign (test_list, test_db)."""
+def _build_any(source: str, info: FileEnvInfo | None, **ssh: Any) -> BuiltJob | BuiltCampaign:
+    """The job of the request file ``source``, or its campaign (test_list, test_db);
+    ``ssh``: how a remote perf-sanity build reaches the login node."""
     req = load_request(read_request(source))
-    return build_campaign(req, env_info=info) if req.is_campaign else build(req, env_info=info)
+    if req.is_campaign:
+        return build_campaign(req, env_info=info)
+    return build(req, env_info=info, **ssh)
 
 
 def _campaign_outcome(built: BuiltCampaign, dry_run: bool) -> BuildOutcome:
@@ -151,14 +155,16 @@ def run_campaign(
     write_out("".join(plan))
 
 
-def run_build(request: str, *, dry_run: bool, explain: bool, env_info: str | None) -> None:
+def run_build(
+    request: str, *, dry_run: bool, explain: bool, env_info: str | None, **ssh: Any
+) -> None:
     """``scriptbuilder build``: resolve, then print (``dry_run``) or write the job."""
     info = _env_info(env_info)
     req = load_request(read_request(request))
     if req.is_campaign:
         run_campaign(req, dry_run=dry_run, explain=explain, info=info)
         return
-    job = build(req, env_info=info)
+    job = build(req, env_info=info, **ssh)
     out: list[str] = []
     if explain:
         out.append("Resolved values (value <- rule):\n")
@@ -236,6 +242,7 @@ def cli() -> None:
     default=None,
     help="JSON internal-env-info source: arch, partitions.<name>.arch, default_models_repo_host.",
 )
+@ssh_options
 def build_command(
     request: str | None,
     many: str | None,
@@ -243,18 +250,22 @@ def build_command(
     explain: bool,
     as_json: bool,
     env_info: str | None,
+    ssh_options: tuple[str, ...],
+    control_path: str | None,
 ) -> int:
     """Resolve REQUEST (JSON or YAML; '-' for stdin) and write the script and
-    job_spec.json into its work_dir."""
+    job_spec.json into its work_dir. A remote_slurm perf-sanity build runs submit.py
+    on the login node over ssh (--ssh-option, --control-path)."""
+    ssh: dict[str, Any] = {"ssh_options": ssh_options, "control_path": control_path}
     if many is None:
         if request is None:
             raise click.UsageError("Missing argument 'REQUEST' (or pass --many FILE).")
         if not as_json:
-            run_build(request, dry_run=dry_run, explain=explain, env_info=env_info)
+            run_build(request, dry_run=dry_run, explain=explain, env_info=env_info, **ssh)
             return 0
         # The result as one JSON object; a failure then ends as without --json.
         result = _outcome(
-            lambda: _build_any(request, _env_info(env_info)),
+            lambda: _build_any(request, _env_info(env_info), **ssh),
             dry_run=dry_run,
             trace=explain,
         )
@@ -267,7 +278,7 @@ def build_command(
         raise click.UsageError("--explain works on one REQUEST; it cannot be used with --many.")
     # One JSON result line per request, in order; a refused request writes nothing. The exit
     # status is the largest a single build of a failed request would have had.
-    job = partial(_sweep_job, info=_env_info(env_info), readers=sweep_readers())
+    job = partial(_sweep_job, info=_env_info(env_info), readers={**sweep_readers(), **ssh})
     lines = _sweep_lines(many)
     results = (_outcome(partial(job, b), dry_run=dry_run, line=n) for n, b in lines)
     return max((result.exit_code for result in results), default=0)

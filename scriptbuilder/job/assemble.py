@@ -5,7 +5,6 @@ run, ``job_spec.json`` (procedure Step 5) and the report (Step 6)."""
 from __future__ import annotations
 
 import posixpath
-from pathlib import Path
 from typing import Any
 
 from scriptbuilder.inputs.command_check import check_counts
@@ -242,6 +241,8 @@ def _submit_job(
         extra_files=[],
         slurm_params=_slurm_params(target, shape, gpn, f"gpu:{gpn}" if target.gpu_gres else None),
     )
-    inputs = (OutputFile(str(d[0]), d[1], 0o644),) if (d := workflow.derived_config) else ()
-    run = SubmitRun(workflow.argv, Path(req.work_dir), workflow.output_log, SUBMIT_TIMEOUT, inputs)
+    inputs = tuple(OutputFile(path, text, 0o644) for path, text in workflow.inputs)
+    run = SubmitRun(
+        workflow.argv, workflow.cwd, workflow.output_log, SUBMIT_TIMEOUT, inputs, workflow.login
+    )
     return _built(ctx, spec, str(workflow.launch_sh), "", (), run)

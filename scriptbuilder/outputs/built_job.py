@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 from scriptbuilder.models.job_spec import JobSpec
 from scriptbuilder.outputs.atomic import publishing, write_atomic
 from scriptbuilder.outputs.job_spec import job_spec_json, with_hashes
-from scriptbuilder.outputs.submit import run_submit
+from scriptbuilder.outputs.submit import LoginNode, run_submit, run_submit_remote
 from scriptbuilder.resolution.secrets import mask
 from scriptbuilder.script.render import quote_literal
+from scriptbuilder.workflows.perf_sanity import SubmitLogin
 
 if TYPE_CHECKING:
     from scriptbuilder.models.request import BuildRequest
@@ -28,17 +29,25 @@ class OutputFile:
 
 @dataclass(frozen=True)
 class SubmitRun:
-    """A submit.py run that writes the launch script (the perf-sanity path)."""
+    """A submit.py run that writes the launch script (the perf-sanity path): on this
+    machine, or on the cluster's login node when ``login`` is set (then ``cwd`` and
+    the ``inputs`` paths are the cluster's)."""
 
     argv: tuple[str, ...]
     cwd: Path
     output_log: Path
     timeout: float
-    #: Files submit.py reads, written before it runs (a derived config).
+    #: Files submit.py reads, written before it runs (a derived config, a config file).
     inputs: tuple[OutputFile, ...] = ()
+    login: SubmitLogin | None = None
+    #: How to reach the login node; :func:`scriptbuilder.api.build` attaches it.
+    node: LoginNode | None = field(default=None, compare=False)
 
     def display(self) -> str:
-        return " ".join(quote_literal(a) for a in self.argv)
+        command = " ".join(quote_literal(a) for a in self.argv)
+        if self.login is None:
+            return command
+        return f"{self.login.describe()} (in {quote_literal(str(self.cwd))}): {command}"
 
 
 @dataclass(frozen=True)
@@ -83,7 +92,25 @@ class BuiltJob:
         perf-sanity path submit.py first writes the launch script. Returns the paths."""
         files, written = list(self.files), [Path(out.path) for out in self.files]
         with publishing(os.path.normpath(self.request.work_dir)) as publication:
-            if (submit := self.submit) is not None:
+            if (submit := self.submit) is not None and (login := submit.login) is not None:
+                script = str(self.job_spec_data["script_path"])
+                publication.name = submit.output_log.name
+                assert submit.node is not None, "the API attaches the login node"
+                inputs = [(out.path, out.text, out.mode) for out in submit.inputs]
+                data = run_submit_remote(
+                    submit.node,
+                    submit.argv,
+                    cwd=str(submit.cwd),
+                    timeout=submit.timeout,
+                    output_log=submit.output_log,
+                    inputs=inputs,
+                    launch_sh=login.launch_sh,
+                )
+                publication.stage(script, data, 0o755)
+                spec = with_hashes(self.job_spec_data, script, {script: data})
+                files[-1] = replace(files[-1], text=job_spec_json(spec))  # job_spec.json
+                written[:0] = [Path(script)]
+            elif submit is not None:
                 for out in submit.inputs:  # read by submit.py
                     publication.name = os.path.basename(out.path)
                     write_atomic(out.path, out.text, out.mode)

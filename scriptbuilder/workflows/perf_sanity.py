@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import posixpath
 import re
 import sys
 from collections.abc import Callable
@@ -37,6 +38,8 @@ LAUNCH_LOG_PATTERN = "slurm-%j.out"
 #: The full output of the submit.py run, kept in the local work dir.
 SUBMIT_LOG_NAME = "submit_py.log"
 SUBMIT_TIMEOUT = 300.0
+#: The interpreter of a submit.py run on the login node (the procedure's ``python3``).
+REMOTE_PYTHON = "python3"
 #: The last lines of jenkins/scripts/perf/{aggregated,disaggregated}/slurm_launch_draft.sh
 #: when every step succeeded.
 AGGR_SUCCESS = "Aggregated test completed successfully"
@@ -106,6 +109,41 @@ class PerfPreflight:
 
 def submit_py_path(repo_root: str | os.PathLike[str]) -> Path:
     return Path(repo_root) / SUBMIT_PY_RELPATH
+
+
+@dataclass(frozen=True)
+class SubmitLogin:
+    """The login node a remote submit.py run happens on, and the launch script it
+    writes there (in remote_work_dir)."""
+
+    host: str
+    user: str | None
+    launch_sh: str
+
+    def describe(self) -> str:
+        return f"ssh {self.user}@{self.host}" if self.user else f"ssh {self.host}"
+
+
+def _login(ctx: Context) -> SubmitLogin:
+    """remote_slurm: submit.py runs on the login node (ssh_host, slurm_user: the
+    request's, else slurm_env's), where the checkout, remote_work_dir and Slurm are."""
+    req, env = ctx.request, ctx.slurm_env
+    host = req.ssh_host or (env.ssh_host if env else None)
+    if not host:
+        raise BuildError(
+            "ssh_host is required for a remote_slurm perf-sanity build: submit.py runs on the "
+            "cluster's login node; pass ssh_host (or record it in slurm_env.json)"
+        )
+    user = req.slurm_user or (env.slurm_user if env else None)
+    launch = posixpath.join(posixpath.normpath(req.remote_work_dir or ""), LAUNCH_SCRIPT_NAME)
+    return SubmitLogin(host, user, launch)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PerfConfigError(f"cannot read {path}: {exc}") from None
 
 
 def _config(field: str, read: Callable[[Path], _T], path: Path) -> _T:
@@ -349,10 +387,15 @@ class PerfSanityWorkflow(Workflow):
     argv: tuple[str, ...]
     #: The line the launch script prints last on success.
     launch_success: tuple[str, ...]
-    #: A derived config to write before submit.py runs (eval fallback): path and text.
-    derived_config: tuple[Path, str] | None
+    #: Files to write before submit.py runs, where it runs: path and text (the eval
+    #: fallback's derived config; a remote run's config file).
+    inputs: tuple[tuple[str, str], ...]
+    #: The launch script in the local work_dir (job_spec.json's script_path).
     launch_sh: Path
     output_log: Path
+    #: Where submit.py runs: work_dir, or remote_work_dir on the login node.
+    cwd: Path
+    login: SubmitLogin | None
 
     @staticmethod
     def wanted(ctx: Context) -> bool:
@@ -395,16 +438,34 @@ class PerfSanityWorkflow(Workflow):
         )
         benchmark_mode = _benchmark_mode(ctx, checked, test_list)
         model = eval_model or _model_name(ctx, checked.config)
-        work_dir = Path(req.work_dir)
-        derived: tuple[Path, str] | None = None
+        # Where submit.py runs: this machine, or (remote) the login node, in remote_work_dir
+        # with the cluster's checkout, the files it reads sent there first.
+        login = _login(ctx) if ctx.is_remote else None
+        work_dir = str(Path(req.work_dir))
+        if login:
+            work_dir = posixpath.normpath(req.remote_work_dir or "")
+        inputs: list[tuple[str, str]] = []
         config_arg = str(checked.config.path)  # submit_argv leaves it out for a test id
         if eval_model:
             text = _config("perf_config_yaml", derive_accuracy_config, checked.config.path)
-            derived = (work_dir / f"{model}_accuracy.yaml", text)
+            inputs.append((posixpath.join(work_dir, f"{model}_accuracy.yaml"), text))
             rule = "perf_config_yaml with accuracy.enable_accuracy_test: true (eval fallback)"
-            config_arg = trace.chose("perf config", str(derived[0]), rule)
-        launch_sh = work_dir / LAUNCH_SCRIPT_NAME
+            config_arg = trace.chose("perf config", inputs[-1][0], rule)
+        elif login and test_list is None:
+            text = _config("perf_config_yaml", _read_text, checked.config.path)
+            inputs.append((posixpath.join(work_dir, checked.config.path.name), text))
+            rule = "perf_config_yaml, sent to remote_work_dir (submit.py runs on the cluster)"
+            config_arg = trace.chose("perf config", inputs[-1][0], rule)
+        launch_sh = posixpath.join(work_dir, LAUNCH_SCRIPT_NAME)
         job_name = f"{model}_{'perf' if test_list else 'benchmark'}"
+        if login:
+            submit_py = Path(submit_py_path(place.mounts.project))
+            where = f"{login.describe()}, in remote_work_dir {work_dir}"
+            trace.chose("submit.py runs", where, "remote_slurm: it reads the cluster's checkout")
+            travel = ", ".join(path for path, _ in inputs) or "nothing (the cluster's config)"
+            trace.chose("sent before submit.py", travel, "files submit.py reads on the cluster")
+            back = f"{launch_sh} -> {posixpath.join(req.work_dir, LAUNCH_SCRIPT_NAME)}"
+            trace.chose("launch script brought back", back, "job_spec.json names the local copy")
         request = SubmitRequest(
             submit_py=submit_py,
             test_list=test_list,
@@ -416,16 +477,17 @@ class PerfSanityWorkflow(Workflow):
             job_name=job_name,
             image=place.image,
             mounts=place.mounts.joined,
-            work_dir=(req.remote_work_dir or "") if ctx.is_remote else req.work_dir,
+            work_dir=work_dir,
             llm_src=place.mounts.project,
             llm_models_root=place.mounts.models_root,
-            launch_sh=launch_sh,
+            launch_sh=Path(launch_sh),
             time=target.time_limit,
             # No --mpi-type: submit.py picks --mpi per step itself, and the flag would
             # force one plugin onto every step, install included.
         )
-        argv = tuple(submit_argv(request))
-        trace.chose("submit.py", str(submit_py), "repo_root/jenkins/scripts/perf/local")
+        argv = tuple(submit_argv(request, REMOTE_PYTHON if login else sys.executable))
+        where = "remote_repo_path" if login else "repo_root"
+        trace.chose("submit.py", str(submit_py), f"{where}/jenkins/scripts/perf/local")
         devices, nodes = checked.topology
         gpn = checked.config.gpus_per_node
         trace.chose("devices/nodes", f"{devices}/{nodes}", "config YAML hardware and parallelism")
@@ -434,8 +496,18 @@ class PerfSanityWorkflow(Workflow):
         # ctx_only runs a disaggregated config on the aggregated path
         disagg = checked.config.disaggregated and checked.benchmark_mode != "ctx_only"
         success = (DISAGG_SUCCESS if disagg else AGGR_SUCCESS,)
-        log = work_dir / SUBMIT_LOG_NAME
-        workflow = cls(req.workflow_type, job_name, argv, success, derived, launch_sh, log)
+        log = Path(req.work_dir) / SUBMIT_LOG_NAME
+        workflow = cls(
+            req.workflow_type,
+            job_name,
+            argv,
+            success,
+            tuple(inputs),
+            Path(req.work_dir) / LAUNCH_SCRIPT_NAME,
+            log,
+            Path(work_dir),
+            login,
+        )
         return Workload(workflow, model, devices, nodes, shape)
 
     def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:

@@ -5,7 +5,8 @@
  *
  * It fails where pyxis fails, the way pyxis fails:
  *   - in the option callbacks (srun side and node side): an empty value, an
- *     option given twice with different values, a malformed mount entry
+ *     option given twice with different values (but --container-mounts and
+ *     --container-env, whose values pyxis adds to one list), a malformed mount entry
  *     (empty SRC, or "SRC:" with an empty DST), a container name with '/',
  *     an empty name in --container-env. srun then refuses to start the step.
  *   - on the node, in user_init (the error is deferred to
@@ -36,6 +37,11 @@
  * file named by the plugstack.conf argument record=PATH; a rejected step is
  * recorded as one line with "event":"rejected". Named containers are
  * remembered in state_dir=DIR (default: the directory of the record file).
+ *
+ * Besides pyxis's options it registers --segment=N (sbatch, salloc, srun), which
+ * Slurm 24.11 added and this 22.05 cluster lacks: TensorRT-LLM's submit.py writes
+ * "#SBATCH --segment=<nodes>" into its launch scripts. On one node a segment is
+ * the whole job, so the value is only checked (a positive integer) and ignored.
  *
  * plugstack.conf:  required /path/pyxis_standin.so record=/x/steps.jsonl
  * Build:           gcc -shared -fPIC -o pyxis_standin.so pyxis_standin.c
@@ -137,17 +143,27 @@ static int set_opt(int val, const char *optarg, int remote)
 		slurm_error("pyxis: %s: argument required", opt_names[val]);
 		return -1;
 	}
-	/* Slurm can call us twice with the same value */
-	if (*slot != NULL) {
-		if (strcmp(*slot, optarg) == 0)
-			return 0;
-		slurm_error("pyxis: %s specified multiple times", opt_names[val]);
-		return -1;
-	}
 	if (val == OPT_MOUNTS && check_mount_format(optarg) != 0)
 		return -1;
 	if (val == OPT_ENV && check_env_format(optarg) != 0)
 		return -1;
+	/* Slurm can call us twice with the same value */
+	if (*slot != NULL) {
+		if (strcmp(*slot, optarg) == 0)
+			return 0;
+		/* pyxis adds each --container-mounts/--container-env to its list */
+		if (val == OPT_MOUNTS || val == OPT_ENV) {
+			char *joined = NULL;
+
+			if (asprintf(&joined, "%s,%s", *slot, optarg) < 0)
+				return -1;
+			free(*slot);
+			*slot = joined;
+			return 0;
+		}
+		slurm_error("pyxis: %s specified multiple times", opt_names[val]);
+		return -1;
+	}
 	if (val == OPT_NAME && strchr(optarg, '/') != NULL) {
 		slurm_error("pyxis: --container-name: invalid name (contains '/'): %s", optarg);
 		return -1;
@@ -173,6 +189,27 @@ static struct spank_option options[] = {
 	  "[pyxis stand-in] names of environment variables to override", 1,
 	  OPT_ENV, set_opt },
 	SPANK_OPTIONS_TABLE_END
+};
+
+static int set_segment(int val, const char *optarg, int remote)
+{
+	char *end = NULL;
+	long size;
+
+	(void)val;
+	(void)remote;
+	errno = 0;
+	size = optarg ? strtol(optarg, &end, 10) : 0;
+	if (optarg == NULL || end == optarg || *end != '\0' || errno != 0 || size < 1) {
+		slurm_error("invalid --segment value: %s", optarg ? optarg : "(none)");
+		return -1;
+	}
+	return 0;
+}
+
+static struct spank_option segment_option = {
+	"segment", "N", "[stand-in of Slurm 24.11's --segment] nodes per segment", 1, 0,
+	set_segment
 };
 
 static void parse_args(int ac, char **av)
@@ -202,7 +239,13 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	spank_context_t ctx = spank_context();
 
 	parse_args(ac, av);
-	if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE)
+	if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR)
+		return 0;
+	if (spank_option_register(sp, &segment_option) != ESPANK_SUCCESS) {
+		slurm_error("pyxis: couldn't register option segment");
+		return -1;
+	}
+	if (ctx == S_CTX_ALLOCATOR)
 		return 0;
 	for (struct spank_option *o = options; o->name != NULL; o++) {
 		if (spank_option_register(sp, o) != ESPANK_SUCCESS) {
