@@ -140,11 +140,6 @@ def test_argv_value_starting_with_dash_is_joined(tmp_path: Path) -> None:
     assert "--mounts=-odd" in argv and "--test-name=-srv" in argv
 
 
-def test_argv_needs_a_test_or_a_config(tmp_path: Path) -> None:
-    with pytest.raises(BuildError, match=r"test_cmd.*perf_config_yaml"):
-        submit_argv(request(tmp_path, config_file=None))
-
-
 # --------------------------------------------------------------------------
 # Running the stand-in for real
 # --------------------------------------------------------------------------
@@ -363,7 +358,6 @@ def no_gpn(tmp_path: Path) -> Path:
         ({"config_file": "NO_GPN"}, r"perf_config_yaml: .*hardware\.gpus_per_node is missing"),
         ({"test_name": None}, r"perf_test_name is required for the aggregated config .*tp1"),
         ({"test_name": "nope"}, r"perf_test_name 'nope' is not a server in gpt_oss"),
-        ({"config_file": None}, r"needs a perf-sanity test id \(test_cmd\) or a config YAML"),
         ({"test_list": "perf/test_perf_sanity.py::test_e2e[agg-x-y]"}, r"not a perf-sanity"),
         (
             {"test_list": "perf/test_perf_sanity.py::test_e2e[aggr-missing_cfg-srv]"},
@@ -384,7 +378,6 @@ def no_gpn(tmp_path: Path) -> Path:
         "no-gpus-per-node",
         "no-server",
         "unknown-server",
-        "nothing",
         "bad-test-id",
         "test-config-missing",
         "test-unknown-server",

@@ -44,10 +44,6 @@ REMOTE_PYTHON = "python3"
 #: when every step succeeded.
 AGGR_SUCCESS = "Aggregated test completed successfully"
 DISAGG_SUCCESS = "Disagg server and benchmark completed successfully"
-_NO_INPUT = (
-    "perf-sanity needs a perf-sanity test id (test_cmd) or a config YAML"
-    " (perf_config_yaml); pass one of them"
-)
 _T = TypeVar("_T")
 #: Left out when a test id is given (submit.py reads them from the id).
 _CONFIG_FIELDS = ("config_file", "test_name", "benchmark_mode")
@@ -79,8 +75,6 @@ class SubmitRequest:
 
 def submit_argv(req: SubmitRequest, python: str = sys.executable) -> list[str]:
     """The argv of the submit.py run: the fields in order (never a shell string)."""
-    if not (req.test_list or req.config_file):
-        raise BuildError(_NO_INPUT)
     argv, skipped = [python, str(req.submit_py)], _CONFIG_FIELDS if req.test_list else ()
     for field in fields(req)[1:]:
         value = getattr(req, field.name)
@@ -216,7 +210,8 @@ def preflight(
                     f"test_cmd: server {server!r} of test {label} is not in"
                     f" {path.name} (servers: {_servers(config)}); use one of them"
                 )
-    elif config_file:
+    else:
+        assert config_file is not None, "the route passes a test id or a config"
         path = Path(config_file)
         if not path.is_file():
             raise BuildError(
@@ -237,8 +232,6 @@ def preflight(
             )
         else:
             server = test_name
-    else:
-        raise BuildError(_NO_INPUT)
     return PerfPreflight(config, server, mode, topology(config, server, mode))
 
 
