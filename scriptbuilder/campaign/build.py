@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from scriptbuilder.campaign.entries import Entry, read_list, select_test_db
-from scriptbuilder.campaign.plan import MARGIN, STARTUP_MINUTES, Job, Plan, plan_campaign
+from scriptbuilder.campaign.plan import MARGIN, STARTUP_MINUTES, Job, Need, Plan, plan_campaign
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.slurm_time import checked_minutes
 from scriptbuilder.inputs.tests.testdb import StageReader
@@ -98,9 +98,12 @@ class BuiltCampaign:
     def explanation(self) -> list[str]:
         """Every entry's GPUs and minutes with the rule that chose them, and its job."""
         job_of = {id(need): job.name for need, job in self._needs()}
+        limit = self.campaign.time_limit
         lines = [
-            f"time limit  {self.campaign.time_limit}  <- a job's estimate fits {MARGIN:.0%} "
-            f"of it ({self.campaign.usable_minutes} min)",
+            f"time limit  {limit}  <- a job's estimate fits {MARGIN:.0%} of it "
+            f"({self.campaign.usable_minutes} min)"
+            if limit
+            else "time limit  none  <- local_docker: a job may run as long as it needs",
             f"start-up  {STARTUP_MINUTES} min per job  <- image, container and install step",
         ]
         for need, _ in self._needs():
@@ -111,7 +114,7 @@ class BuiltCampaign:
             )
         return lines
 
-    def _needs(self) -> list[tuple[Any, CampaignJob]]:
+    def _needs(self) -> list[tuple[Need, CampaignJob]]:
         return [
             (need, job)
             for planned, job in zip(self.plan.jobs, self.campaign.jobs, strict=True)

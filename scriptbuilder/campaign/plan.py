@@ -18,7 +18,7 @@ import json
 import math
 import os
 import posixpath
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from scriptbuilder.campaign.entries import Entry
@@ -231,7 +231,8 @@ def pack(
     longest = max((n.minutes for n in needs), default=0.0)
     bound = max(work / (nodes * gpus_per_node), longest, 1e-9)
     cap = math.inf if usable is None else usable - STARTUP_MINUTES
-    targets = sorted({min(cap, max(longest, bound * f)) for f in _TRIED} | {min(cap, work or 1)})
+    one_each = max(sum(n.minutes for n in group) for group in groups.values()) if groups else 1
+    targets = sorted({min(cap, max(longest, bound * f)) for f in (*_TRIED, one_each / bound)})
     tried: list[tuple[list[Job], Schedule]] = []
     for target in targets:
         jobs = _jobs(list(groups.values()), isolated, target)
@@ -263,7 +264,6 @@ def plan_campaign(
     usable: float | None,
     max_jobs: int | None = None,
     allow_missing: bool = False,
-    check: Callable[[Need], None] | None = None,
 ) -> Plan:
     """Derive every entry's need and pack them (see the module docstring); ``where``
     names the partition (or machine) for a need above one node."""
@@ -295,8 +295,6 @@ def plan_campaign(
                 f"({need.minutes_source}), more than a job can hold within {MARGIN:.0%} of "
                 "the time limit; raise time_limit"
             )
-        if check is not None:
-            check(need)
         needs.append(need)
     if not needs:
         raise BuildError(f"{entries[0].where if entries else 'the list'}: no test left to run")
