@@ -73,6 +73,7 @@ CASES = [
     (f"'{K}::test_guard_of_the_case[tp:2-pp:2]'", 4, "(at least 4)"),
     (f"'{G}::test_labels_bind_the_case[tp:1-pp:2]'", 2, "(at least 2) on test_labels_bind_the"),
     (f"{G}::test_labels_bind_the_case", 4, "(at least 4)"),
+    (f"'{G}::test_sizes_made_by_a_call[TP=2]'", 2, "`LLM(...)` arguments"),
     # a total above the per-node marker
     (f"'{K}::test_two_nodes[tp:8-pp:2]'", 16, "case id 'tp:8-pp:2' labels"),
     (f"'{K}::test_two_nodes[tp:8-pp:1]'", 8, "skip_less_device(8)"),
@@ -156,6 +157,8 @@ UNRESOLVED = [
     (f"pytest '{K}::test_backends[DEEPGEMM]'", "matches none of its parametrize ids"),
     (f"pytest {K}::test_made_elsewhere", f"test test_made_elsewhere is not defined in {K}"),
     (f"pytest {LISTED}::test_fixture_cases[other]", "test_fixture_cases is not parametrized here"),
+    (f"pytest {G}::test_sizes_made_by_a_call", "test_sizes_made_by_a_call takes tp_size from "
+     "values not read here"),
 ]  # fmt: skip
 
 

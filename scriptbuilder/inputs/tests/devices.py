@@ -16,14 +16,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from scriptbuilder.inputs.tests import marks as m
-from scriptbuilder.inputs.tests.evidence import body_hits, case_hits
+from scriptbuilder.inputs.tests.evidence import SIZE_NAMES, body_hits, case_hits
 from scriptbuilder.inputs.tests.marks import Found
 from scriptbuilder.inputs.tests.selectors import TestId
 from scriptbuilder.inputs.tests.source import FunctionNode, Scope, TestModule
 
 Combo = tuple[m.Case, ...]
 _MAX_COMBOS = 512  # combinations of parametrize cases looked at per test, at most
-_SIZE_LABEL = re.compile(r"(?<![A-Za-z_])(tp|pp|cp)(?:_size)?[:=]?(\d+)")
+_SIZE_LABEL = re.compile(r"(?<![A-Za-z_])(tp|pp|cp)(?:_size)?[:=]?(\d+)", re.IGNORECASE)
 _SIZE_KINDS = {f"{kind}{tail}": kind for kind in ("tp", "pp", "cp") for tail in ("", "_size")}
 _SIZE_KINDS |= {"tensor_parallel_size": "tp", "pipeline_parallel_size": "pp"}
 _SIZE_KINDS |= {"context_parallel_size": "cp"}
@@ -88,7 +88,7 @@ def _bound_by_labels(
     parameters no case gives a value."""
     labels: dict[str, int] = {}
     for kind, n in _SIZE_LABEL.findall(case):
-        labels.setdefault(kind, int(n))
+        labels.setdefault(kind.lower(), int(n))
 
     def agrees(combo: Combo) -> bool:
         for c in combo:
@@ -151,6 +151,7 @@ def _func_requirement(
     if case is not None:
         combos, label_env = _bound_by_labels(case, combos, func, module)
     found: Found | None = None
+    unread: set[str] = set()  # size parameters of the selected cases with unknown values
     words = {*display.split("/"), *qual.split("::")}
     for combo in combos:
         combo_marks = [expr for c in combo for expr in c.marks]
@@ -173,6 +174,11 @@ def _func_requirement(
             if piece is not None:
                 walk.evidence.append(piece)
                 found = merge(found, piece, walk)
+        unread |= {n for c in combo for n in c.unread if n in SIZE_NAMES and n not in values}
+    if found is None and unread:
+        walk.unresolved.append(
+            f"{display}::{qual} takes {', '.join(sorted(unread))} from values not read here"
+        )
     return found
 
 

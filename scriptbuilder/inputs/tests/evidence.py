@@ -24,6 +24,8 @@ _SIZES = {"tensor_parallel_size", "pipeline_parallel_size", "context_parallel_si
 _SIZES |= {"tp_size", "pp_size", "cp_size", "tp", "pp", "cp", "ulysses_size", "cfg_size"}
 _WORLD = {"world_size", "gpu_count", "num_gpus", "n_gpus", "nprocs", "mpi_pool_executor"}
 _POOL = {"max_workers", "n_workers", "num_workers"}  # of a callee named *mpi*
+#: Parameter names whose values size a test.
+SIZE_NAMES = frozenset(_SIZES | _WORLD)
 _MPIRUN = re.compile(r"\bmpirun\b[^;&|]*?\s-(?:n|np)[\s=]+(\d+)")
 _FLAG = re.compile(r"--(tp|pp|cp)(?:_size)?[\s=]+(\d+)")
 _LABEL = re.compile(r"(?<![A-Za-z])(tp|pp|cp|ulysses|cfg|ring)[_:]?(\d+)(?!\d)")

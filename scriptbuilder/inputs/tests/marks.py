@@ -57,6 +57,8 @@ class Case:
     values: dict[str, ast.expr] = field(default_factory=dict)  # argument name -> value, if known
     #: When ``id`` is None: the ids pytest may give it (empty: any text).
     options: tuple[str, ...] = ()
+    #: The argument names whose values are not read here.
+    unread: tuple[str, ...] = ()
 
 
 def callee_name(node: ast.expr) -> str | None:
@@ -359,7 +361,7 @@ def parametrize_cases(mark: ast.expr, module: TestModule) -> list[Case] | None:
         argnames = list(names)
     values = _resolve_list(args[1] if len(args) > 1 else kwargs.get("argvalues"), module)
     if argnames is None or values is None:
-        return [Case(None, [], 0)]
+        return [Case(None, [], 0, unread=tuple(argnames or ()))]
     ids_node = None if helper else (args[3] if len(args) > 3 else kwargs.get("ids"))
     ids = _resolve_list(ids_node, module) if ids_node is not None else None
     id_function = _id_function(ids_node, module) if ids_node is not None and ids is None else None
@@ -399,7 +401,8 @@ def parametrize_cases(mark: ast.expr, module: TestModule) -> list[Case] | None:
                 options = ["-".join(p for p in combo if p) for combo in combos]
         marks = [kws["marks"]] if "marks" in kws else []
         bound = dict(zip(argnames, vals, strict=False)) if vals is not None and known else {}
-        cases.append(Case(case_id, marks, idx, bound, tuple(options)))
+        unread = () if bound else tuple(argnames)
+        cases.append(Case(case_id, marks, idx, bound, tuple(options), unread))
     return cases
 
 

@@ -1,6 +1,7 @@
 """Fixture: cases a function makes at collection time (their ids are not known here)."""
 
 import pytest
+from tensorrt_llm import LLM
 
 
 def make_cases():
@@ -31,3 +32,13 @@ def _label(config):
 def test_labels_bind_the_case(tp_size, pp_size):
     if get_device_count() < tp_size * pp_size:
         pytest.skip("needs tp_size * pp_size GPUs")
+
+
+NUM_GPUS = 8
+
+
+@pytest.mark.parametrize(
+    "tp_size", list(filter(lambda x: x <= NUM_GPUS, [1, 2, 4, 8])), ids=lambda x: f"TP={x}"
+)
+def test_sizes_made_by_a_call(tp_size):
+    LLM(tensor_parallel_size=tp_size)
