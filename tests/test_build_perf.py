@@ -202,6 +202,24 @@ def test_eval_multi_node_falls_back_to_accuracy_benchmark(build_env: BuildEnv) -
     assert json.loads(job.job_spec_json)["workflow_type"] == "eval"
 
 
+def test_remote_eval_fallback_sends_the_derived_config(build_env: BuildEnv) -> None:
+    req = build_env.request(
+        "eval",
+        execution_scenario="remote_slurm",
+        eval_cmd="trtllm-eval --model /m/Big-Model --tp_size 16 mmlu",
+        perf_config_yaml=str(AGGR),
+        perf_test_name=SERVER,
+    )
+    run = build_env.build(req).submit
+    assert run is not None and run.login is not None
+    remote = "/lustre/alice/TensorRT-LLM/work_dirs/work/big_model_accuracy.yaml"
+    argv = list(run.argv)
+    assert argv[argv.index("--config-file") + 1] == remote
+    ((path, text),) = [(i.path, i.text) for i in run.inputs]
+    assert path == remote
+    assert yaml.safe_load(text)["accuracy"]["enable_accuracy_test"] is True
+
+
 def test_eval_fallback_without_base_config_stops(build_env: BuildEnv) -> None:
     req = build_env.request("eval", eval_cmd="trtllm-eval --model /m/x --tp_size 16 mmlu")
     with pytest.raises(BuildError, match="perf_config_yaml is required: eval world size"):
