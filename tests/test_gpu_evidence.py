@@ -20,6 +20,7 @@ S = "unittest/multi_gpu/test_sizes.py"
 K = "unittest/multi_gpu/test_selected.py"
 G = "unittest/multi_gpu/test_generated.py"
 IMP = "unittest/multi_gpu/test_imported.py"
+SHARED = "unittest/multi_gpu/test_imports_tests.py"
 LISTED = "test_listed.py"
 
 # (selector, devices, text in the deciding source)
@@ -86,6 +87,10 @@ CASES = [
     (f"{IMP}::test_three_imports_away", 4, "skip_less_device(4) on test_three_imports_away"),
     (f"{IMP}::test_beyond_the_depth", None, ""),  # four imports away: not followed
     (f"{IMP}::test_product_module_not_read", None, ""),  # the checkout's own packages
+    # tests imported into a test module are collected there too
+    (f"'{SHARED}::test_shared[MNNVL]'", 2, "on test_shared_two_gpus in /"),  # where it is
+    (f"{SHARED} -k NCCL", 2, "skip_less_device(2)"),
+    (f"{SHARED} -k own", None, ""),
 ]
 
 

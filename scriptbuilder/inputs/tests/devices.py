@@ -152,6 +152,7 @@ def _func_requirement(
         combos, label_env = _bound_by_labels(case, combos, func, module)
     found: Found | None = None
     unread: set[str] = set()  # size parameters of the selected cases with unknown values
+    imported_from = module.filename if module.depth else ""  # a test of another module
     words = {*display.split("/"), *qual.split("::")}
     for combo in combos:
         combo_marks = [expr for c in combo for expr in c.marks]
@@ -172,6 +173,7 @@ def _func_requirement(
         hits = [*body_hits(func, values, module, owner), *case_hits(func, case_id, values, module)]
         for piece in [need, *(_found(hit, where) for hit in hits)]:
             if piece is not None:
+                piece = replace(piece, file=piece.file or imported_from)
                 walk.evidence.append(piece)
                 found = merge(found, piece, walk)
         unread |= {n for c in combo for n in c.unread if n in SIZE_NAMES and n not in values}
@@ -182,15 +184,29 @@ def _func_requirement(
     return found
 
 
+def _imported_test(module: TestModule, name: str) -> tuple[Scope, FunctionNode] | None:
+    """A test function the module imports from a module of the test tree (pytest collects
+    it there too), with that module's top scope."""
+    source = module.import_source(name) if name.startswith("test") else None
+    func = source[0].root.funcs.get(source[1]) if source is not None else None
+    return (source[0].root, func) if source is not None and func is not None else None
+
+
 def _scope_requirement(scope: Scope, walk: Walk, display: str) -> Found | None:
-    """Largest requirement over every test of a class or module."""
-    tests: dict[str, FunctionNode] = {}
+    """Largest requirement over every test of a class or module (imported ones included)."""
+    tests: dict[str, tuple[Scope, FunctionNode]] = {}
     for level in scope.mro():
-        tests |= {n: f for n, f in level.funcs.items() if n.startswith("test") and n not in tests}
+        tests |= {
+            n: (scope, f) for n, f in level.funcs.items() if n.startswith("test") and n not in tests
+        }
+    if scope.parent is None:
+        for name in scope.module.imports:
+            if name not in tests and (imported := _imported_test(scope.module, name)):
+                tests[name] = imported
     classes = [cls for name, cls in scope.classes.items() if name.startswith("Test")]
     found: Found | None = None
-    for func in tests.values():
-        found = merge(found, _func_requirement(scope, func, None, walk, display), walk)
+    for owner, func in tests.values():
+        found = merge(found, _func_requirement(owner, func, None, walk, display), walk)
     for cls in classes:
         found = merge(found, _scope_requirement(cls, walk, display), walk)
     return found if tests or classes else _inherited(scope)
@@ -205,6 +221,8 @@ def test_requirement(module: TestModule, tid: TestId, walk: Walk) -> Found | Non
         func = next((f for lvl in scope.mro() if (f := lvl.funcs.get(name)) and last), None)
         if func is not None:
             return _func_requirement(scope, func, tid.case, walk, tid.path)
+        if last and scope is module.root and (imported := _imported_test(module, name)):
+            return _func_requirement(*imported, tid.case, walk, tid.path)
         cls = scope.classes.get(name)
         if cls is None:
             kind = "test" if last else "class"
