@@ -10,19 +10,16 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
-import posixpath
 import subprocess
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import cache, partial
-from pathlib import Path
 from typing import Any
 
 from scriptbuilder.campaign.build import BuiltCampaign
 from scriptbuilder.campaign.build import build_campaign as _build_campaign
 from scriptbuilder.errors import BuildError
-from scriptbuilder.inputs.command_check import check_request
 from scriptbuilder.inputs.earlier_job_spec import JOB_SPEC, read_earlier_job_spec
 from scriptbuilder.inputs.remote_home import Runner
 from scriptbuilder.inputs.slurm_env import load_slurm_env
@@ -36,12 +33,11 @@ from scriptbuilder.models.request import BuildRequest
 from scriptbuilder.models.slurm_env import SlurmEnv
 from scriptbuilder.outputs.built_job import BuiltJob, OutputFile, SubmitRun
 from scriptbuilder.resolution.context import Context, EnvInfo
-from scriptbuilder.resolution.image import resolve_image
 from scriptbuilder.resolution.mounts import resolve_mounts
-from scriptbuilder.resolution.slurm_params import resolve_slurm_target
-from scriptbuilder.scenarios.slurm import check_log_name_part
+from scriptbuilder.scenarios.base import SlurmEnvReader
+from scriptbuilder.scenarios.registry import request_scenario
+from scriptbuilder.workflows.registry import check_commands
 
-SlurmEnvReader = Callable[[str], tuple[SlurmEnv, dict[str, Any]]]
 __all__ = ["BuildResult", "BuiltJob", "OutputFile", "SubmitRun", "build", "build_many"]
 __all__ += ["BuiltCampaign", "build_campaign", "load_request", "sweep_readers"]
 
@@ -115,11 +111,12 @@ def build(
         raise BuildError(
             f"work_dir must be an absolute path, got {req.work_dir!r}; pass an absolute path"
         )
-    # Remote paths from an earlier <work_dir>/job_spec.json when the request has none.
+    scenario = request_scenario(req)
+    # Paths from an earlier <work_dir>/job_spec.json when the request has none.
     if (found := read_earlier_job_spec(req.work_dir)) is not None:
         earlier, ctx.earlier_job_spec = found
         update: dict[str, str] = {}
-        for name in ("remote_repo_path", "remote_work_dir") if ctx.is_remote else ():
+        for name in scenario.from_earlier:
             given, stored = getattr(req, name), getattr(earlier, name)
             if given and stored:
                 ctx.trace.chose(name, given, f"{name} input (wins over {JOB_SPEC} {stored})")
@@ -127,34 +124,12 @@ def build(
                 update[name] = ctx.trace.chose(name, stored, f"<work_dir>/{JOB_SPEC}")
         if update:
             ctx.request = req = req.model_copy(update=update)
-    if req.execution_scenario != "local_docker":
-        log_dir = "remote_work_dir" if req.execution_scenario == "remote_slurm" else "work_dir"
-        check_log_name_part(log_dir, getattr(req, log_dir) or "")
-    if req.execution_scenario == "remote_slurm":
-        for name in ("remote_repo_path", "remote_work_dir"):
-            value = getattr(req, name)
-            if not value:
-                raise BuildError(
-                    f"{name} is required for remote_slurm and is neither in the request nor "
-                    f"in <work_dir>/{JOB_SPEC}; pass the value trtllm-case-executor resolved "
-                    "(it is never derived here)"
-                )
-            if not value.startswith("/"):
-                raise BuildError(f"{name} must be an absolute path, got {value!r}")
-    local_script = req.custom_script and req.execution_scenario != "remote_slurm"
-    if local_script and not Path(req.custom_script or "").is_file():
-        raise BuildError(
-            f"custom_script {req.custom_script} does not exist; pass an existing script"
-        )
-    check_request(req)
-    if ctx.is_slurm:
-        path = req.slurm_env_file or posixpath.join(req.work_dir, "slurm_env.json")
-        ctx.slurm_env, ctx.slurm_env_raw = read_slurm_env(path)
-        rule = "slurm_env_file" if req.slurm_env_file else "<work_dir>/slurm_env.json"
-        ctx.trace.chose("slurm_env", path, rule)
-    image, mounts = resolve_image(ctx), resolve_mounts(ctx)
-    target = resolve_slurm_target(ctx) if ctx.is_slurm else None
-    job = assemble(ctx, choose_route(ctx, image, mounts, target))
+    scenario.check_request(ctx)
+    check_commands(req)
+    scenario.load_inputs(ctx, read_slurm_env)
+    image = scenario.image(ctx)
+    mounts = resolve_mounts(ctx, scenario.home, scenario.project)
+    job = assemble(ctx, choose_route(ctx, scenario, image, mounts))
     if job.submit is None or (login := job.submit.login) is None:
         return job
     with _stops_the_build():

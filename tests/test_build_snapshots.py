@@ -12,10 +12,12 @@ import subprocess
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
+from scriptbuilder.scenarios.registry import SCENARIOS as SCENARIO_REGISTRY
+from scriptbuilder.workflows import registry
 from tests.build_env import BuildEnv
 
-WORKFLOWS = ["pytest", "eval", "bench", "custom"]
-SCENARIOS = ["local_slurm", "remote_slurm", "local_docker"]
+WORKFLOWS = list(registry.WORKFLOWS)
+SCENARIOS = list(SCENARIO_REGISTRY)
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)

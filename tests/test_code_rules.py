@@ -29,8 +29,8 @@ LAYERS = (
     ("scriptbuilder.models",),
     ("scriptbuilder.inputs",),
     ("scriptbuilder.resolution",),
-    ("scriptbuilder.scenarios",),
     ("scriptbuilder.workflows",),
+    ("scriptbuilder.scenarios",),
     ("scriptbuilder.outputs",),
     ("scriptbuilder.job",),
     ("scriptbuilder.lifecycle",),
@@ -117,3 +117,50 @@ def test_imports_inside_functions_say_why() -> None:
                 if is_import and not any(r in lines[inner.lineno - 1] for r in reasons):
                     found.append(f"{path.relative_to(PACKAGE.parent)}:{inner.lineno}")
     assert not found, f"imports inside functions without their reason: {found}"
+
+
+#: Where a job runs is the scenarios' to say (and the request model's to hold).
+SCENARIO_OWNERS = ("scenarios", "models")
+_SCENARIO_WORDS = frozenset({"execution_scenario", "is_slurm", "is_remote"})
+
+
+def _scenario_tests(path: Path, names: frozenset[str]) -> list[str]:
+    """Lines of ``path`` that read ``execution_scenario``, ask is-Slurm/is-remote, or
+    name a scenario (a string that is exactly one of ``names``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        word = None
+        if isinstance(node, ast.Attribute):
+            word = node.attr
+        elif isinstance(node, ast.Name):
+            word = node.id
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            word = node.name
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            word = node.value if node.value in names else None
+        if word in _SCENARIO_WORDS or word in names:
+            found.append(f"{path}:{node.lineno}: {word}")
+    return found
+
+
+def test_only_scenarios_say_where_a_job_runs() -> None:
+    """No module outside :data:`SCENARIO_OWNERS` tests ``execution_scenario``, names a
+    scenario or asks whether a job runs on Slurm or remotely: it asks the scenario."""
+    from scriptbuilder.scenarios.registry import SCENARIOS
+
+    names = frozenset(SCENARIOS)
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).parts[0] not in SCENARIO_OWNERS:
+            found += _scenario_tests(path, names)
+    assert found == []
+
+
+def test_the_scenario_check_sees_a_scenario_test(tmp_path: Path) -> None:
+    source = tmp_path / "x.py"
+    source.write_text(
+        'def f(req, ctx):\n    if req.execution_scenario == "local_docker" or ctx.is_remote:\n'
+        '        return "remote_slurm or local_slurm"\n'
+    )
+    found = [line.split(": ")[-1] for line in _scenario_tests(source, frozenset({"local_docker"}))]
+    assert sorted(found) == ["execution_scenario", "is_remote", "local_docker"]

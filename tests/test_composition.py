@@ -1,4 +1,5 @@
-"""One composition point (JobBuilder), one MPI rule, plain values for plans and trees."""
+"""One composition point (JobBuilder), the workflows' MPI rules, plain values for plans
+and trees."""
 
 from __future__ import annotations
 
@@ -7,14 +8,14 @@ import dataclasses
 import pytest
 
 from scriptbuilder.job.builder import JobBuilder
-from scriptbuilder.resolution.mpi import clears_mpi_env, names_pmix, step_mpi
-from scriptbuilder.scenarios.docker import Docker, DockerContainer
-from scriptbuilder.scenarios.slurm import LocalSlurm, RemoteSlurm, SlurmScenario
-from scriptbuilder.script.plan import Container, SlurmAllocation, TaskShape
+from scriptbuilder.resolution.mpi import clears_mpi_env, names_pmix
+from scriptbuilder.scenarios.registry import SCENARIOS
+from scriptbuilder.script.plan import Container, JobSetup, SlurmAllocation, TaskShape
 from scriptbuilder.script.render import render
 from scriptbuilder.script.tree import Command, Lit, Run, Var, Word
 from scriptbuilder.workflows.bench import BenchWorkflow
 from scriptbuilder.workflows.eval import EvalWorkflow
+from scriptbuilder.workflows.registry import WORKFLOWS
 from tests.build_env import BuildEnv
 
 SHAPE = TaskShape(1, 4, 4, "pmix_v5")
@@ -24,45 +25,40 @@ def allocation(shape: TaskShape = SHAPE) -> SlurmAllocation:
     return SlurmAllocation("m_eval", "gpu", "acct", "01:00:00", shape, None, "/logs")
 
 
-CONTAINER = Container("img:1", "m_eval", "/a:/a", "/code")
+CONTAINER = Container("img:1", "m_eval", ("/a:/a",), "/code")
 
 
 # ------------------------------------------------------------------ the MPI rule
 
 
 @pytest.mark.parametrize(
-    ("kind", "ntasks", "nodes", "cluster", "requested", "expected"),
+    ("kind", "ntasks", "cluster", "requested", "expected"),
     [
         # The build (cluster known, nothing requested): procedure Step 3.
-        ("pytest", 1, 1, "pmix_v5", None, None),
-        ("eval", 1, 1, "pmix_v5", None, "pmix_v5"),
-        ("eval", 4, 1, "pmix", None, "pmix"),
-        ("bench", 1, 1, "pmix_v5", None, None),
-        ("bench", 2, 1, "pmix_v5", None, "pmix_v5"),
-        ("custom", 4, 1, "pmix_v5", None, None),
-        ("custom", 16, 2, "pmix_v5", None, "pmix_v5"),
+        ("pytest", 1, "pmix_v5", None, None),
+        ("eval", 1, "pmix_v5", None, "pmix_v5"),
+        ("eval", 4, "pmix", None, "pmix"),
+        ("bench", 1, "pmix_v5", None, None),
+        ("bench", 2, "pmix_v5", None, "pmix_v5"),
+        ("custom", 4, "pmix_v5", None, None),
         # The drop-in (no cluster, --mpi as requested).
-        ("pytest", 2, 1, None, "pmi2", "pmi2"),
-        ("custom", 1, 1, None, None, None),
-        ("bench", 2, 1, None, None, "pmix"),
-        ("bench", 2, 1, None, "pmi2", "pmix"),
-        ("bench", 2, 1, None, "pmix_v4", "pmix_v4"),
-        ("eval", 1, 1, None, "pmix_v5", "pmix_v5"),
-        ("eval", 1, 1, None, None, "pmix"),
-        ("eval", 1, 1, None, "pmi2", "pmix"),
-        ("eval", 2, 1, None, "pmix_v4", "pmix_v4"),
+        ("pytest", 2, None, "pmi2", "pmi2"),
+        ("custom", 1, None, None, None),
+        ("custom", 16, None, "pmix_v4", "pmix_v4"),
+        ("bench", 2, None, None, "pmix"),
+        ("bench", 2, None, "pmi2", "pmix"),
+        ("bench", 2, None, "pmix_v4", "pmix_v4"),
+        ("eval", 1, None, "pmix_v5", "pmix_v5"),
+        ("eval", 1, None, None, "pmix"),
+        ("eval", 1, None, "pmi2", "pmix"),
+        ("eval", 2, None, "pmix_v4", "pmix_v4"),
     ],
 )
-def test_step_mpi(
-    kind: str,
-    ntasks: int,
-    nodes: int,
-    cluster: str | None,
-    requested: str | None,
-    expected: str | None,
+def test_workflow_mpi_rules(
+    kind: str, ntasks: int, cluster: str | None, requested: str | None, expected: str | None
 ) -> None:
-    got = step_mpi(kind, ntasks=ntasks, nodes=nodes, cluster=cluster, requested=requested)
-    assert got == expected
+    rule = WORKFLOWS[kind].mpi_rule
+    assert rule.plugin(ntasks=ntasks, cluster=cluster, requested=requested) == expected
 
 
 def test_names_pmix() -> None:
@@ -89,38 +85,30 @@ def test_build_and_dropin_share_the_rule(build_env: BuildEnv) -> None:
     assert job.job_spec_data["slurm_params"]["mpi_plugin"] == "pmix_v5"
 
 
-# ------------------------------------------------------------- scenarios by data
+# -------------------------------------------------------------- the scenarios
 
 
-def test_local_and_remote_slurm_differ_by_name_only() -> None:
-    local = LocalSlurm(allocation(), CONTAINER, models_root="/models")
-    remote = RemoteSlurm(allocation(), CONTAINER, models_root="/models")
-    assert type(local) is type(remote) is SlurmScenario
-    assert (local.name, remote.name) == ("local_slurm", "remote_slurm")
-    assert dataclasses.replace(local, name="remote_slurm") == remote
-    workflow = EvalWorkflow("trtllm-eval gsm8k")
-    assert (
-        JobBuilder(local, workflow, SHAPE).render() == JobBuilder(remote, workflow, SHAPE).render()
-    )
+def setup(allocation: SlurmAllocation | None = None, models_root: str = "/m") -> JobSetup:
+    return JobSetup("m_eval", CONTAINER, models_root, allocation)
 
 
 def test_docker_plans_one_process() -> None:
     """The scenario, not its caller, says that Docker runs the steps as one process."""
-    docker = Docker(DockerContainer("img:1", "m_bench", (), "/code", "/models"))
-    builder = JobBuilder(docker, BenchWorkflow("", "trtllm-bench throughput"), SHAPE)
+    workflow = BenchWorkflow("", "trtllm-bench throughput")
+    builder = JobBuilder(SCENARIOS["local_docker"], workflow, SHAPE, setup())
     (_install, run) = builder.plan().steps
     assert run.shape == TaskShape()
     assert "trtllm-llmapi-launch" not in builder.render()
-    slurm = JobBuilder(
-        LocalSlurm(allocation(), CONTAINER, models_root="/m"), builder.workflow, SHAPE
-    )
+    slurm = JobBuilder(SCENARIOS["local_slurm"], workflow, SHAPE, setup(allocation()))
     assert slurm.plan().steps[1].shape == SHAPE
     assert "trtllm-llmapi-launch" in slurm.render()
 
 
 def test_slurm_script_exports_models_root_first() -> None:
-    scenario = LocalSlurm(allocation(), CONTAINER, models_root="/models dir")
-    text = render(scenario.assemble(EvalWorkflow("x").plan(SHAPE)))
+    scenario = SCENARIOS["local_slurm"]
+    text = render(
+        scenario.assemble(setup(allocation(), "/models dir"), EvalWorkflow("x").plan(SHAPE))
+    )
     assert "export LLM_MODELS_ROOT='/models dir'" in text
 
 
@@ -140,8 +128,8 @@ def test_plan_values_and_tree_nodes_are_frozen_values() -> None:
 
 def test_rendering_twice_gives_the_same_text() -> None:
     """No render memo: a shared node renders the same every time."""
-    scenario = LocalSlurm(allocation(), CONTAINER, models_root="/m")
-    builder = JobBuilder(scenario, EvalWorkflow("trtllm-eval gsm8k"), SHAPE)
+    scenario = SCENARIOS["local_slurm"]
+    builder = JobBuilder(scenario, EvalWorkflow("trtllm-eval gsm8k"), SHAPE, setup(allocation()))
     assert builder.render() == builder.render()
 
 

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from scriptbuilder.api import BuiltJob
+from scriptbuilder.workflows import registry
 from tests.build_env import BuildEnv
 from tests.quoting_corpus import CORPUS, CORPUS_ENV, Case
 from tests.script_runner import FAKE_BIN, run_script
 
-WORKFLOWS = ["pytest", "eval", "bench", "custom"]
+WORKFLOWS = list(registry.WORKFLOWS)
 # The pytest workflow runs record-argv on the quoting corpus: the stand-in pytest, like
 # pytest, exits 4 for arguments that name no file or folder.
 PROGRAM = {

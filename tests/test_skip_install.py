@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
+from scriptbuilder.scenarios.registry import SCENARIOS as SCENARIO_REGISTRY
+from scriptbuilder.workflows import registry
 from tests.build_env import BuildEnv, make_build_env
 from tests.orchestrator_env import SCENARIOS as ORCHESTRATOR_SCENARIOS
 from tests.orchestrator_env import fake_ssh, orchestrator_request
@@ -24,8 +26,8 @@ from tests.test_build_perf import AGGR, SERVER
 from tests.test_build_stops import run_cli
 from tests.test_slurm_jobs import cluster_slurm_env, explain, split_records
 
-WORKFLOWS = ["pytest", "custom", "bench", "eval"]
-SCENARIOS = ["local_slurm", "remote_slurm", "local_docker"]
+WORKFLOWS = list(registry.WORKFLOWS)
+SCENARIOS = list(SCENARIO_REGISTRY)
 INSTALL = "pip install -e ."
 
 

@@ -32,16 +32,15 @@ from scriptbuilder.models.campaign import (
     LeftOut,
 )
 from scriptbuilder.models.request import BuildRequest
-from scriptbuilder.models.slurm_env import SlurmEnv
 from scriptbuilder.outputs.atomic import publishing
 from scriptbuilder.outputs.built_job import BuiltJob
-from scriptbuilder.resolution.slurm_params import DEFAULT_TIME_LIMIT
+from scriptbuilder.scenarios.base import SlurmEnvReader
+from scriptbuilder.scenarios.registry import request_scenario
 
 CAMPAIGN_JSON = "campaign.json"
 #: Request fields a campaign sets per job, so a campaign request may not give them.
 _PER_JOB = ("total_required_devices", "required_devices_per_node", "required_devices")
 _CAMPAIGN_FIELDS = {"test_list", "test_db", "default_test_minutes", "max_jobs", "share_node"}
-SlurmEnvReader = Callable[[str], tuple[SlurmEnv, dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -122,29 +121,12 @@ class BuiltCampaign:
         ]
 
 
-def _partition(req: BuildRequest, read_slurm_env: SlurmEnvReader) -> tuple[int, int | None, str]:
-    """``(nodes, gpus per node, its name)`` of where the jobs run (not known: 1, None)."""
-    if req.execution_scenario == "local_docker":
-        check = req.env_check
-        return 1, check.gpus_per_node or check.available_gpus, "this machine"
-    path = req.slurm_env_file or posixpath.join(req.work_dir, "slurm_env.json")
-    env, _ = read_slurm_env(path)
-    entry = env.partition(req.partition or "")
-    if entry is None:
-        return 1, None, f"partition {req.partition}"
-    nodes = entry.nodes if isinstance(entry.nodes, int) else None
-    if isinstance(entry.nodes, str) and entry.nodes.isdecimal():
-        nodes = int(entry.nodes)
-    return nodes or 1, entry.gpus_per_node or entry.gres_gpus, f"partition {entry.name}"
-
-
 def _job_request(req: BuildRequest, job: Job, name: str, slurm_env: str) -> dict[str, Any]:
     data = req.model_dump(exclude_none=True, exclude=_CAMPAIGN_FIELDS)
     data |= {"test_cmd": job.test_cmd, "work_dir": posixpath.join(req.work_dir, name)}
     data |= {"total_required_devices": job.gpus, "required_devices": job.gpus}
     data |= {"share_node": True, "persistent_mode": False}
-    if req.execution_scenario != "local_docker":
-        data["slurm_env_file"] = slurm_env
+    data |= request_scenario(req).campaign_fields(req, slurm_env)
     if req.remote_work_dir:
         data["remote_work_dir"] = posixpath.join(req.remote_work_dir, name)
     if req.job_name:
@@ -196,11 +178,10 @@ def build_campaign(
     _check(req)
     assert req.repo_root
     entries, source = _entries(req)
-    nodes, gpus_per_node, where = _partition(req, read_slurm_env)
-    time_limit = None
+    scenario = request_scenario(req)
+    nodes, gpus_per_node, where = scenario.campaign_room(req, read_slurm_env)
     usable = None
-    if req.execution_scenario != "local_docker":
-        time_limit = req.time_limit or DEFAULT_TIME_LIMIT
+    if (time_limit := scenario.campaign_time_limit(req)) is not None:
         limit = checked_minutes("time_limit", time_limit)
         usable = None if limit is None else limit * MARGIN
     plan = plan_campaign(

@@ -243,7 +243,7 @@ def _ssh_transport(work_dir: str, options: dict[str, Any]) -> Transport | None:
     if not given and not control_path:
         return None
     build = load_build(Path(work_dir))
-    if build.scenario != "remote_slurm":
+    if build.where is None or build.where.transport != "ssh":
         raise LifecycleError(
             f"--ssh-option and --control-path are for remote_slurm builds, and {work_dir} "
             f"holds a {build.scenario} build: leave them out"

@@ -17,8 +17,6 @@ from scriptbuilder.script.render import RESERVED
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from scriptbuilder.models.request import BuildRequest
-
 #: Linux refuses a single argument (or environment string) longer than
 #: MAX_ARG_STRLEN = 128 KiB, terminating NUL included.
 MAX_ARG_BYTES = 128 * 1024 - 1
@@ -224,21 +222,3 @@ def check_counts(
             f"{nodes_field} = {nodes}, but no partition in slurm_env.json has that many nodes "
             f"(the largest has {largest}); reduce {nodes_field} to at most {largest}"
         )
-
-
-#: The command field each workflow runs.
-_COMMAND_FIELDS = {"pytest": "test_cmd", "eval": "eval_cmd", "bench": "bench_cmd"}
-
-
-def check_request(req: BuildRequest) -> None:
-    """Check the commands ``req``'s workflow runs (a missing one is the workflow's to report)."""
-    kind = req.workflow_type
-    field = _COMMAND_FIELDS.get(kind)
-    if field is not None:
-        value = getattr(req, field)
-        if value:
-            check_command(field, value)
-    elif kind == "custom":
-        if req.custom_cmd and not req.custom_script:
-            check_custom_command("custom_cmd", req.custom_cmd)
-        check_custom_env("custom_env", req.custom_env or "")

@@ -38,11 +38,7 @@ Clock = Callable[[], datetime]
 
 def kind_of(build: Build) -> Kind:
     """The backend that starts ``build``'s job."""
-    if build.scenario == "local_docker":
-        return "docker"
-    if build.scenario == "local_slurm" and build.spec.get("persistent_mode"):
-        return "persistent"
-    return "sbatch"
+    return build.where.backend(build.spec) if build.where is not None else "sbatch"
 
 
 class Backend(ABC):
@@ -94,7 +90,7 @@ class Sbatch(Backend):
         self, build: Build, transport: Transport, after: str | None, now: datetime
     ) -> dict[str, Any]:
         spec = build.spec
-        if build.scenario == "remote_slurm":
+        if build.where is not None and build.where.transport == "ssh":
             submit_dir = str(spec.get("remote_work_dir") or "")
             if not submit_dir:
                 raise LifecycleError("job_spec.json has no remote_work_dir: set it in the request")

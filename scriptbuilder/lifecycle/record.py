@@ -29,6 +29,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from scriptbuilder.lifecycle.errors import LifecycleError
 from scriptbuilder.outputs.atomic import write_atomic
+from scriptbuilder.scenarios.base import Scenario
+from scriptbuilder.scenarios.registry import spec_scenario
 
 RUN_FILE = "run.json"
 _DIRECTIVE = re.compile(r"^#SBATCH\s+(--output|--error|-o|-e)(?:=|\s+)(.+)$", re.MULTILINE)
@@ -47,8 +49,13 @@ class Build:
     script_sha256: str
 
     @property
+    def where(self) -> Scenario | None:
+        """The scenario the build names (None: not one this version knows)."""
+        return spec_scenario(self.spec)
+
+    @property
     def scenario(self) -> str:
-        return str(self.spec.get("scenario") or self.spec.get("execution_scenario") or "")
+        return self.where.name if self.where else str(self.spec.get("scenario") or "")
 
 
 def sha256(data: bytes) -> str:
@@ -70,7 +77,7 @@ def load_build(work_dir: Path) -> Build:
         raise LifecycleError(f"{spec_path} is not JSON (half written?): {fix}") from None
     if not isinstance(spec, dict):
         raise LifecycleError(f"{spec_path} is not a job_spec.json object: {fix}")
-    if spec.get("scenario", spec.get("execution_scenario")) == "local_docker":
+    if (where := spec_scenario(spec)) is not None and where.backend(spec) == "docker":
         script = work_dir / "docker_cmd.sh"
     elif spec.get("script_path"):
         script = Path(spec["script_path"])

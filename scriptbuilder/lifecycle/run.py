@@ -260,7 +260,7 @@ def submit(
         replaces = _replace(build, earlier, again, clock) if earlier is not None else None
         if replaces is not None and on_replace is not None:
             on_replace(replaces)
-        if transport is None and build.scenario == "remote_slurm":
+        if transport is None and build.where is not None and build.where.transport == "ssh":
             transport = _remote_transport(build.spec)
         transport = transport or LocalTransport()
         kind = kind_of(build)

@@ -12,6 +12,7 @@ from typing import Any
 from scriptbuilder.errors import BuildError
 from scriptbuilder.models.job_spec import PASS_THROUGH, JobSpec
 from scriptbuilder.resolution.context import Context
+from scriptbuilder.scenarios.base import Scenario
 
 #: Fields the builder owns: a stale value from an earlier file never survives.
 OWNED = frozenset(JobSpec.model_fields) - frozenset(PASS_THROUGH)
@@ -36,11 +37,10 @@ def job_spec_document(**fields: Any) -> dict[str, Any]:
     return doc
 
 
-def _pass_through(ctx: Context) -> dict[str, Any]:
-    """Request values, else the earlier job_spec.json's, else (remote) slurm_env's
-    connection fields."""
+def _pass_through(ctx: Context, env: Mapping[str, Any]) -> dict[str, Any]:
+    """Request values, else the earlier job_spec.json's, else the connection fields
+    the scenario knows (``env``)."""
     req, earlier = ctx.request, ctx.earlier_job_spec or {}
-    env = (ctx.slurm_env_raw or {}) if ctx.is_remote else {}
     out = {
         name: earlier.get(name) if (v := getattr(req, name)) is None else v for name in PASS_THROUGH
     }
@@ -50,9 +50,11 @@ def _pass_through(ctx: Context) -> dict[str, Any]:
     return out
 
 
-def job_spec_for(ctx: Context, *, job_name: str, **fields: Any) -> dict[str, Any]:
-    """The whole job_spec.json of a build: the scenario's ``fields``, the fields
-    every executor reads, then the earlier file's keys that the builder does not own.
+def job_spec_for(
+    ctx: Context, scenario: Scenario, *, job_name: str, **fields: Any
+) -> dict[str, Any]:
+    """The whole job_spec.json of a build: the job's ``fields``, ``scenario``'s, the
+    fields every executor reads, then the earlier file's keys that the builder does not own.
     The orchestrator's own device and node counts must match the build's."""
     req = ctx.request
     devices, nodes = fields["required_devices"], fields["node_count"]
@@ -72,19 +74,15 @@ def job_spec_for(ctx: Context, *, job_name: str, **fields: Any) -> dict[str, Any
             f"job_name {req.job_name!r} from the request is not used: the script names the "
             f"job {job_name!r}, and job_spec.json records that"
         )
-    remote = ctx.is_remote
     doc = job_spec_document(
-        execution_scenario=req.execution_scenario,
-        scenario=req.execution_scenario,
+        **scenario.job_spec_fields(ctx),
         work_dir=posixpath.normpath(req.work_dir),
         job_name=job_name,
         total_required_devices=devices,
         required_devices_per_node=per_node,
         slurm_env=ctx.slurm_env_raw,
-        remote_repo_path=req.remote_repo_path if remote else None,
-        remote_work_dir=req.remote_work_dir if remote else None,
         warnings=list(ctx.trace.warnings),
-        **_pass_through(ctx),
+        **_pass_through(ctx, scenario.connection_fallback(ctx)),
         **fields,
     )
     for key, value in (ctx.earlier_job_spec or {}).items():

@@ -40,11 +40,3 @@ class Context:
     #: Runs ssh for the remote home (``ssh HOST 'echo $HOME'``).
     ssh: Runner = run_ssh
     read_test_stages: StageReader = read_stages
-
-    @property
-    def is_slurm(self) -> bool:
-        return self.request.execution_scenario != "local_docker"
-
-    @property
-    def is_remote(self) -> bool:
-        return self.request.execution_scenario == "remote_slurm"

@@ -1,9 +1,12 @@
-"""Procedure Step 1: the container image, and the architecture that selects it."""
+"""Procedure Step 1: the container image, and the architecture that selects it (the
+scenario says which architecture and which image form: :mod:`scriptbuilder.scenarios`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from scriptbuilder.errors import BuildError
-from scriptbuilder.inputs.image_ref import enroot_problem, parse_image
+from scriptbuilder.inputs.image_ref import ImageRef, parse_image
 from scriptbuilder.inputs.image_tags import (
     ARCH_KEYS,
     find_properties_file,
@@ -17,39 +20,30 @@ from scriptbuilder.resolution.context import Context
 GRACE_PREFIXES = ("GB", "GH")
 
 
-def resolve_arch(ctx: Context) -> str:
-    """``uname -m`` for local_docker; the partition's arch for Slurm, with the fallbacks."""
-    req, env = ctx.request, ctx.slurm_env
-    part = env.partition(req.partition or "") if env else None
-    device = (req.device_type or "").strip()
-    if not ctx.is_slurm:
-        arch, rule = ctx.machine(), "uname -m (local_docker)"
-    elif env is not None and not env.client_tools_missing and part and part.arch:
-        arch, rule = part.arch, f"slurm_env partition {part.name}"
-    elif device.upper().startswith(GRACE_PREFIXES):
-        # Grace Blackwell / Grace Hopper nodes are Arm, as case-executor decides
-        arch, rule = "aarch64", f"device_type {device} (GB*/GH*: Grace, aarch64)"
-    elif ctx.env_info is not None and (found := ctx.env_info.arch(req.partition)):
-        arch, rule = found, "internal-env-info"
-    elif req.execution_scenario == "local_slurm":
-        arch, rule = ctx.machine(), "uname -m (partition arch unknown)"
-    elif device:
-        arch = "x86_64"
-        rule = f"default for remote_slurm (partition arch unknown; device_type {device})"
-    else:
-        ctx.trace.warn(
-            f"architecture of partition {req.partition} is unknown (slurm_env arch is null, "
-            "no device_type, no internal-env-info): using the x86_64 image; pass device_type "
-            "or container_image if the nodes are Arm"
-        )
-        arch, rule = "x86_64", "default for remote_slurm (partition arch unknown)"
+def chose_arch(ctx: Context, arch: str, rule: str) -> str:
     return ctx.trace.chose("arch", normalize_arch(arch), rule)
 
 
-def resolve_image(ctx: Context) -> str:
-    """The image as the script uses it: enroot's ``REGISTRY#IMAGE`` for pyxis
-    (Slurm, submit.py), Docker's ``REGISTRY/IMAGE`` for ``docker run``."""
-    chosen = _chosen_image(ctx)
+def partition_arch(ctx: Context) -> tuple[str, str] | None:
+    """The partition's arch (slurm_env), else Arm for a Grace ``device_type``, else
+    internal-env-info's answer, with the rule; None when none of them knows."""
+    req, env = ctx.request, ctx.slurm_env
+    part = env.partition(req.partition or "") if env else None
+    device = (req.device_type or "").strip()
+    if env is not None and not env.client_tools_missing and part and part.arch:
+        return part.arch, f"slurm_env partition {part.name}"
+    if device.upper().startswith(GRACE_PREFIXES):
+        # Grace Blackwell / Grace Hopper nodes are Arm, as case-executor decides
+        return "aarch64", f"device_type {device} (GB*/GH*: Grace, aarch64)"
+    if ctx.env_info is not None and (found := ctx.env_info.arch(req.partition)):
+        return found, "internal-env-info"
+    return None
+
+
+def chosen_image(ctx: Context, arch: Callable[[], str]) -> tuple[str, ImageRef, str]:
+    """The image the request names or the properties file gives for ``arch()``
+    (asked only then), parsed, and where it came from."""
+    chosen = _chosen_image(ctx, arch)
     ref = parse_image(chosen)
     source = "container_image" if ctx.request.container_image else "the properties file image"
     # a space is the one printable character that is white space
@@ -58,24 +52,23 @@ def resolve_image(ctx: Context) -> str:
             f"{source} {chosen!r} is not an image reference; write it as [REGISTRY/]IMAGE[:TAG]"
             " (or REGISTRY#IMAGE[:TAG]), without spaces or control characters"
         )
-    if ctx.is_slurm:
-        form, rule = ref.enroot, "enroot form for pyxis --container-image (REGISTRY#IMAGE)"
-        problem = enroot_problem(ref)
-        fault = f"cannot be pulled by pyxis: {problem}; fix the image name" if problem else ""
-    else:
-        form, rule = ref.docker, "Docker form for docker run (REGISTRY/IMAGE)"
-        fault = "is a squashfs file, which docker run cannot use; pass a registry image"
-        fault = fault if ref.file else ""
-        if form.startswith("-"):
-            fault = "would be read by docker run as an option; pass [REGISTRY/]IMAGE[:TAG]"
+    return chosen, ref, source
+
+
+def image_in_form(
+    ctx: Context, chosen: tuple[str, ImageRef, str], form: str, rule: str, fault: str
+) -> str:
+    """``form``, the chosen image as the scenario runs it; ``fault`` (non-empty)
+    says why that cannot work."""
+    image, _, source = chosen
     if fault:
-        raise BuildError(f"{source} {chosen!r} {fault}")
-    if form != chosen:
+        raise BuildError(f"{source} {image!r} {fault}")
+    if form != image:
         ctx.trace.chose("docker_image", form, rule)
     return form
 
 
-def _chosen_image(ctx: Context) -> str:
+def _chosen_image(ctx: Context, resolve_arch: Callable[[], str]) -> str:
     req = ctx.request
     if req.container_image:
         return ctx.trace.chose("docker_image", req.container_image, "container_image input")
@@ -90,7 +83,7 @@ def _chosen_image(ctx: Context) -> str:
             f"container_image: not given and no image tags properties file under {req.repo_root}"
             " (expected jenkins/current_image_tags.properties); pass container_image"
         )
-    arch = resolve_arch(ctx)
+    arch = resolve_arch()
     key = ARCH_KEYS.get(arch)
     if key is None:
         raise BuildError(

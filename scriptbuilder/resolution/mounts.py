@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from scriptbuilder.errors import BuildError
@@ -10,6 +11,8 @@ from scriptbuilder.inputs.remote_home import remote_home
 from scriptbuilder.resolution.context import Context
 
 DEFAULT_MODELS_ROOT = "/scratch.trt_llm_data/llm-models"
+#: A scenario's rule for the home or the project folder on the execution host.
+PathRule = Callable[[Context], str]
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,7 @@ def _check_mountable(name: str, path: str) -> str:
     return path
 
 
-def _remote_home(ctx: Context) -> str:
+def cluster_home(ctx: Context) -> str:
     """The parent of remote_cwd (request, else slurm_env), else ``$HOME`` from the
     login host (ssh_host / slurm_user: request, else slurm_env)."""
     req, env = ctx.request, ctx.slurm_env
@@ -66,20 +69,21 @@ def _remote_home(ctx: Context) -> str:
     return ctx.trace.chose("home", home, f"ssh {host} 'echo $HOME' (remote_cwd not set)")
 
 
-def resolve_home(ctx: Context) -> str:
-    if ctx.is_remote:
-        return _remote_home(ctx)
+def local_home(ctx: Context) -> str:
     local_home = ctx.environ.get("HOME")
     if not local_home:
         raise BuildError("home: $HOME is not set; set HOME to your home folder")
     return ctx.trace.chose("home", _absolute("HOME", local_home), "$HOME")
 
 
-def resolve_project(ctx: Context) -> str:
+def cluster_project(ctx: Context) -> str:
+    """remote_repo_path (the scenario's checks made sure it is set)."""
+    path = _absolute("remote_repo_path", ctx.request.remote_repo_path or "")
+    return ctx.trace.chose("project", path, "remote_repo_path input")
+
+
+def local_project(ctx: Context) -> str:
     req = ctx.request
-    if ctx.is_remote:  # the request's checks made sure it is set
-        path = _absolute("remote_repo_path", req.remote_repo_path or "")
-        return ctx.trace.chose("project", path, "remote_repo_path input")
     if not req.repo_root:
         raise BuildError("repo_root is required: pass the TensorRT-LLM checkout folder")
     return ctx.trace.chose("project", _absolute("repo_root", req.repo_root), "repo_root input")
@@ -119,8 +123,9 @@ def covered(path: str, sources: list[str]) -> bool:
     return any(path == s or path.startswith(s.rstrip("/") + "/") for s in sources)
 
 
-def resolve_mounts(ctx: Context) -> Mounts:
-    """Home, project, models and, when no other mount holds it, custom_script's folder."""
+def resolve_mounts(ctx: Context, home: PathRule, project: PathRule) -> Mounts:
+    """Home, project (the scenario's rules), models and, when no other mount holds it,
+    custom_script's folder."""
     custom_script = ctx.request.custom_script
     custom_script_dir = posixpath.dirname(custom_script) if custom_script else None
     if root := ctx.request.llm_models_root:
@@ -128,10 +133,11 @@ def resolve_mounts(ctx: Context) -> Mounts:
     else:
         root, rule = DEFAULT_MODELS_ROOT, "default"
     root = _check_mountable("llm_models_root", ctx.trace.chose("llm_models_root", root, rule))
-    home = _check_mountable("home", resolve_home(ctx))
-    project = _check_mountable("project", resolve_project(ctx))
+    home_dir = _check_mountable("home", home(ctx))
+    checkout = _check_mountable("project", project(ctx))
     models, models_host = _models_entries(ctx, root)
-    mounts = Mounts((f"{home}:{home}", f"{project}:{project}", *models), project, root, models_host)
+    entries = (f"{home_dir}:{home_dir}", f"{checkout}:{checkout}", *models)
+    mounts = Mounts(entries, checkout, root, models_host)
     if custom_script_dir and not covered(
         custom_script_dir, [e.split(":", 1)[0] for e in mounts.entries]
     ):

@@ -57,13 +57,12 @@ def _partition_entry(ctx: Context, name: str, account: str) -> Partition | None:
     return entry
 
 
-def resolve_slurm_target(ctx: Context) -> SlurmTarget:
+def resolve_slurm_target(ctx: Context, scenario: str) -> SlurmTarget:
+    """The partition and its limits for the Slurm ``scenario`` (named in messages)."""
     req, trace, env = ctx.request, ctx.trace, ctx.slurm_env
     for name, value in (("partition", req.partition), ("account", req.account)):
         if not value:
-            raise BuildError(
-                f"{name} is required for {req.execution_scenario}: {STEP_25}; pass {name}"
-            )
+            raise BuildError(f"{name} is required for {scenario}: {STEP_25}; pass {name}")
         trace.chose(name, value, f"{name} input")
     assert req.partition and req.account
     rule = "time_limit input" if req.time_limit else "default"

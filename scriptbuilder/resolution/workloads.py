@@ -13,7 +13,7 @@ from scriptbuilder.inputs.command_args import CommandArgError
 from scriptbuilder.inputs.command_check import short
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mounts import Mounts
-from scriptbuilder.resolution.mpi import RULES, step_mpi
+from scriptbuilder.resolution.mpi import MpiRule
 from scriptbuilder.resolution.slurm_params import SlurmTarget
 from scriptbuilder.script.plan import TaskShape
 
@@ -27,33 +27,38 @@ _MODEL_NAME = re.compile(r"[^\W_][\w.-]*")
 
 @dataclass(frozen=True)
 class Placement:
-    """What a workflow resolves against: the image, the mounts, and the GPUs of the Slurm partition
-    ``target`` or, under Docker (``target`` None), of this machine (``available``: GPUs visible)."""
+    """What a workflow resolves against, as the scenario (:mod:`scriptbuilder.scenarios`)
+    places it: the image, the mounts, the Slurm partition ``target`` (None where no
+    Slurm runs the job) and the GPUs there."""
 
     image: str
     mounts: Mounts
     target: SlurmTarget | None
     gpus_per_node: int | None
-    available: int | None
-    mpi_plugin: str
+    #: The GPUs a single-node workload can have, and where that is (for messages).
+    node_gpus: int | None
+    where: str
+    #: What to do when ``gpus_per_node`` is None.
+    gpus_per_node_fix: str
+    #: The plugin the workflow's MPI rule picks from; None: no MPI launcher runs the steps.
+    mpi_plugin: str | None
+    #: The job's work folder on the host it runs on (its logs, submit.py's work dir).
+    job_dir: str
+    #: Where the job's extra files are copied before it starts; None: none are copied,
+    #: so the script carries what it needs.
+    files_dir: str | None = None
     #: The scheduler gives each job only the GPUs it asks for (Slurm GPU GRES).
     allocates_gpus: bool = False
 
-    @classmethod
-    def of(cls, ctx: Context, image: str, mounts: Mounts, target: SlurmTarget | None) -> Placement:
-        if target is None:
-            check = ctx.request.env_check
-            return cls(image, mounts, None, check.gpus_per_node, check.available_gpus, "pmix")
-        gpn, plugin = target.gpus_per_node, target.mpi_plugin
-        return cls(image, mounts, target, gpn, None, plugin, target.gpu_gres)
 
-
-def workload_shape(ctx: Context, place: Placement, kind: str, nodes: int, ntasks: int) -> TaskShape:
-    """The workload's tasks over ``nodes`` and its ``--mpi`` (none outside Slurm)."""
-    mpi = step_mpi(kind, ntasks=ntasks, nodes=nodes, cluster=place.mpi_plugin)
-    if ctx.is_slurm:
-        ctx.trace.chose("workload mpi", mpi, RULES[kind])
-    return TaskShape(nodes, ntasks, ntasks // nodes, mpi if ctx.is_slurm else None)
+def workload_shape(
+    ctx: Context, place: Placement, rule: MpiRule, nodes: int, ntasks: int
+) -> TaskShape:
+    """The workload's tasks over ``nodes`` and its ``--mpi`` (by the workflow's ``rule``)."""
+    if place.mpi_plugin is None:
+        return TaskShape(nodes, ntasks, ntasks // nodes)
+    mpi = rule.plugin(ntasks=ntasks, cluster=place.mpi_plugin)
+    return TaskShape(nodes, ntasks, ntasks // nodes, ctx.trace.chose("workload mpi", mpi, rule.why))
 
 
 def require(value: str | None, name: str, workflow: str) -> str:
@@ -102,9 +107,5 @@ def gpus_per_node(
     if override is not None:
         return ctx.trace.chose("gpus_per_node", override, f"{flag} in the command")
     if place.gpus_per_node is None:
-        fix = "env_check.gpus_per_node is not set; pass it"
-        if ctx.is_slurm:  # the partition's own count or gres, as the probe records them
-            fix = f"slurm_env partition {ctx.request.partition} has no gpus_per_node or gres; "
-            fix += "rerun the Slurm probe or set the partition's gpus_per_node in slurm_env.json"
-        raise BuildError(f"gpus_per_node is unknown: {fix}")
+        raise BuildError(f"gpus_per_node is unknown: {place.gpus_per_node_fix}")
     return place.gpus_per_node

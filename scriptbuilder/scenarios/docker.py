@@ -3,24 +3,36 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import posixpath
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from scriptbuilder.inputs.command_check import MAX_ARG_BYTES
-from scriptbuilder.scenarios.base import PRINT_LINE, Scenario, step_banner
+from scriptbuilder.resolution.context import Context
+from scriptbuilder.resolution.image import chose_arch, chosen_image, image_in_form
+from scriptbuilder.resolution.mounts import Mounts, local_home
+from scriptbuilder.resolution.secrets import request_secrets, script_custom_env
+from scriptbuilder.resolution.workloads import Placement
+from scriptbuilder.scenarios.base import (
+    PRINT_LINE,
+    BackendKind,
+    Scenario,
+    ScriptJob,
+    SlurmEnvReader,
+    check_local_custom_script,
+    step_banner,
+)
 from scriptbuilder.script import tree
-from scriptbuilder.script.plan import TaskShape, WorkflowPlan
+from scriptbuilder.script.plan import Container, JobSetup, TaskShape, WorkflowPlan
+from scriptbuilder.script.render import render_one_line
+from scriptbuilder.script.tree import DockerRun
+from scriptbuilder.workflows.base import Workload
+
+if TYPE_CHECKING:
+    from scriptbuilder.models.request import BuildRequest
 
 CAPABILITIES = ("SYS_PTRACE", "SYS_ADMIN", "DAC_READ_SEARCH")
-_ERREXIT_ON, _ERREXIT_OFF = (tree.Run(tree.Command.of("set", flag)) for flag in ("-e", "+e"))
-
-
-@dataclass(frozen=True)
-class DockerContainer:
-    image: str
-    name: str
-    volumes: tuple[str, ...]
-    workdir: str
-    models_root: str
+SCRIPT_NAME = "docker_cmd.sh"
 
 
 def _option(name: str, value: str | None = None) -> tree.SrunOption:
@@ -31,7 +43,8 @@ def _payload(plan: WorkflowPlan, secrets: tuple[str, ...]) -> tree.Command:
     """``bash -c`` running each step in a subshell of its own, in turn, with the
     step's arguments as its positional parameters, after printing its banner;
     the first failure ends the run (``set -e`` is off inside a step, as at a prompt)."""
-    body: list[tree.Statement] = [_ERREXIT_ON]
+    errexit_on, errexit_off = (tree.Run(tree.Command.of("set", flag)) for flag in ("-e", "+e"))
+    body: list[tree.Statement] = [errexit_on]
     args: list[str] = []
 
     def ref(value: str) -> tree.Word:
@@ -42,26 +55,95 @@ def _payload(plan: WorkflowPlan, secrets: tuple[str, ...]) -> tree.Command:
         banner = step_banner(step, secrets).encode()[:MAX_ARG_BYTES].decode(errors="ignore")
         body.append(tree.Run(tree.Command.of("printf", PRINT_LINE, ref(banner))))
         refs = tuple(ref(value) for value in step.args)
-        own = step.body[:1] == (_ERREXIT_ON,)  # a step that sets -e itself (the install)
-        body.append(tree.Subshell(step.body if own else (_ERREXIT_OFF, *step.body), refs or None))
+        own = step.body[:1] == (errexit_on,)  # a step that sets -e itself (the install)
+        body.append(tree.Subshell(step.body if own else (errexit_off, *step.body), refs or None))
     return tree.Command.of("bash", "-c", tree.ScriptText(tuple(body)), "job", *args)
 
 
-@dataclass(frozen=True)
 class Docker(Scenario):
-    container: DockerContainer
-    header: tuple[str, ...] = ()
-    #: Values shown as ``***`` in the step banners.
-    secrets: tuple[str, ...] = ()
-    #: Variables passed from the host's environment (``--env NAME``).
-    passthrough_env: tuple[str, ...] = ()
-    name: str = "local_docker"
+    """Local Docker: this machine's GPUs, its architecture, the Docker image form,
+    and the script ``docker_cmd.sh`` started by the lifecycle's docker backend."""
+
+    name = "local_docker"
+
+    def check_request(self, ctx: Context) -> None:
+        check_local_custom_script(ctx)
+
+    def load_inputs(self, ctx: Context, read_slurm_env: SlurmEnvReader) -> None:
+        """Nothing besides the request: this machine's GPUs are in env_check."""
+        return None
+
+    def arch(self, ctx: Context) -> str:
+        return chose_arch(ctx, ctx.machine(), "uname -m (local_docker)")
+
+    def image(self, ctx: Context) -> str:
+        chosen = chosen_image(ctx, lambda: self.arch(ctx))
+        ref, form = chosen[1], chosen[1].docker
+        fault = "is a squashfs file, which docker run cannot use; pass a registry image"
+        fault = fault if ref.file else ""
+        if form.startswith("-"):
+            fault = "would be read by docker run as an option; pass [REGISTRY/]IMAGE[:TAG]"
+        return image_in_form(
+            ctx, chosen, form, "Docker form for docker run (REGISTRY/IMAGE)", fault
+        )
+
+    def home(self, ctx: Context) -> str:
+        return local_home(ctx)
+
+    def placement(self, ctx: Context, image: str, mounts: Mounts) -> Placement:
+        check = ctx.request.env_check
+        return Placement(
+            image,
+            mounts,
+            None,
+            check.gpus_per_node,
+            node_gpus=check.available_gpus,
+            where="this machine",
+            gpus_per_node_fix="env_check.gpus_per_node is not set; pass it",
+            mpi_plugin=None,
+            job_dir=ctx.request.work_dir,
+        )
+
+    def backend(self, spec: Mapping[str, Any]) -> BackendKind:
+        return "docker"
+
+    def campaign_room(
+        self, req: BuildRequest, read_slurm_env: SlurmEnvReader
+    ) -> tuple[int, int | None, str]:
+        check = req.env_check
+        return 1, check.gpus_per_node or check.available_gpus, "this machine"
+
+    def campaign_time_limit(self, req: BuildRequest) -> str | None:
+        return None
+
+    def campaign_fields(self, req: BuildRequest, slurm_env: str) -> dict[str, Any]:
+        return {}
+
+    def setup(self, ctx: Context, place: Placement, workload: Workload) -> JobSetup:
+        req, mounts = ctx.request, place.mounts
+        name = workload.workflow.job_name(workload.model_name)
+        return JobSetup(
+            name,
+            Container(place.image, name, mounts.entries, mounts.project),
+            mounts.models_root,
+            header=self.header(workload.workflow.kind),
+            secrets=request_secrets(req),
+            passthrough_env=script_custom_env(req)[1],
+        )
+
+    def script_name(self, setup: JobSetup) -> str:
+        return SCRIPT_NAME
+
+    def spec_fields(self, ctx: Context, job: ScriptJob) -> dict[str, Any]:
+        (docker_run,) = [node for node in job.tree.body if isinstance(node, DockerRun)]
+        log = posixpath.join(ctx.request.work_dir, f"{job.workload.model_name}_local.log")
+        return {"docker_cmd": render_one_line(docker_run), "log_file": log}
 
     def step_shape(self, shape: TaskShape) -> TaskShape:
         return TaskShape()  # one process in the container: no MPI, no per-task steps
 
-    def assemble(self, plan: WorkflowPlan) -> tree.ShellScript:
-        c = self.container
+    def assemble(self, setup: JobSetup, plan: WorkflowPlan) -> tree.ShellScript:
+        c = setup.container
         options = [
             _option("--rm"),
             _option("--network", "host"),
@@ -70,12 +152,12 @@ class Docker(Scenario):
             _option("--gpus", "all"),
             *(_option("--cap-add", cap) for cap in CAPABILITIES),
             _option("--security-opt", "seccomp=unconfined"),
-            _option("--env", f"LLM_MODELS_ROOT={c.models_root}"),
+            _option("--env", f"LLM_MODELS_ROOT={setup.models_root}"),
             *(_option("--env", f"{name}={value}") for name, value in plan.env),
-            *(_option("--env", name) for name in self.passthrough_env),
-            *(_option("--volume", volume) for volume in c.volumes),
+            *(_option("--env", name) for name in setup.passthrough_env),
+            *(_option("--volume", volume) for volume in c.mounts),
             _option("--name", c.name),
             _option("--workdir", c.workdir),
         ]
-        run = tree.DockerRun(tuple(options), tree.Word.of(c.image), _payload(plan, self.secrets))
-        return tree.ShellScript(body=(*(tree.Comment(line) for line in self.header), run))
+        run = tree.DockerRun(tuple(options), tree.Word.of(c.image), _payload(plan, setup.secrets))
+        return tree.ShellScript(body=(*(tree.Comment(line) for line in setup.header), run))

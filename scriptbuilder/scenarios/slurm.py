@@ -9,15 +9,51 @@ background while the script waits for it, so the time-limit warning
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import partial
+import posixpath
+from abc import abstractmethod
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from scriptbuilder.errors import BuildError
+from scriptbuilder.inputs.command_check import check_counts
+from scriptbuilder.inputs.image_ref import enroot_problem
+from scriptbuilder.resolution.context import Context
+from scriptbuilder.resolution.image import chose_arch, chosen_image, image_in_form, partition_arch
+from scriptbuilder.resolution.mounts import Mounts, cluster_home, cluster_project, local_home
 from scriptbuilder.resolution.mpi import MPI_ENV_KEEP, MPI_ENV_PREFIXES
+from scriptbuilder.resolution.secrets import request_secrets
+from scriptbuilder.resolution.slurm_params import (
+    DEFAULT_TIME_LIMIT,
+    SlurmTarget,
+    gres_flag,
+    resolve_slurm_target,
+)
+from scriptbuilder.resolution.workloads import Placement
 from scriptbuilder.scenarios import time_limit
-from scriptbuilder.scenarios.base import PRINT_LINE, Scenario, step_banner
+from scriptbuilder.scenarios.base import (
+    PRINT_LINE,
+    BackendKind,
+    Scenario,
+    ScriptJob,
+    SlurmEnvReader,
+    check_local_custom_script,
+    step_banner,
+)
 from scriptbuilder.script import tree
-from scriptbuilder.script.plan import Container, SlurmAllocation, Step, WorkflowPlan
+from scriptbuilder.script.plan import (
+    Container,
+    JobSetup,
+    SlurmAllocation,
+    Step,
+    TaskShape,
+    WorkflowPlan,
+)
+from scriptbuilder.workflows.base import Workload
+from scriptbuilder.workflows.perf_sanity import SubmitLogin, login_node
+
+if TYPE_CHECKING:
+    from scriptbuilder.models.request import BuildRequest
 
 STATUS = "rc"
 
@@ -57,117 +93,324 @@ def _option(name: str, value: str) -> tree.SrunOption:
     return tree.SrunOption(name, tree.Word.literal(value))
 
 
-_LABEL_OUTPUT = tree.SrunOption("-l")
-_KILL_ON_BAD_EXIT = tree.SrunOption("--kill-on-bad-exit", tree.Word.literal("1"))
-_CLEAR_MPI_ENV = tree.ClearEnv(MPI_ENV_PREFIXES, MPI_ENV_KEEP)
-
-
 def _srun(step: Step, container: Container) -> tree.Srun:
     shape = step.shape
     workdir = container.project if step.in_project and container.project else container.workdir
     options = (
-        _LABEL_OUTPUT,
+        tree.SrunOption("-l"),
         _option("--nodes", str(shape.nodes)),
         _option("--ntasks", str(shape.ntasks)),
         _option("--ntasks-per-node", str(shape.ntasks_per_node)),
         *([_option("--mpi", shape.mpi)] if shape.mpi else []),
         _option("--container-image", container.image),
         _option("--container-name", container.name),
-        _option("--container-mounts", container.mounts),
+        _option("--container-mounts", container.joined_mounts),
         _option("--container-workdir", workdir),
-        _KILL_ON_BAD_EXIT,
+        _option("--kill-on-bad-exit", "1"),
     )
-    script = tree.ScriptText((_CLEAR_MPI_ENV, *step.body) if step.clear_mpi_env else step.body)
+    clear = tree.ClearEnv(MPI_ENV_PREFIXES, MPI_ENV_KEEP)
+    script = tree.ScriptText((clear, *step.body) if step.clear_mpi_env else step.body)
     args = [tree.to_word(a) for a in step.args]
     return tree.Srun(
         options, tree.Command.of("bash", "-c", tree.Word((script,)), "step", *args), background=True
     )
 
 
-_BLANK = tree.Blank()
-_JOB_ID = tree.Var("SLURM_JOB_ID", "")
-_DATE = tree.Subst(tree.Command.of("date"))
-
-
 def _echo(*parts: str | tree.Var | tree.Subst) -> tree.Run:
     return tree.Run(tree.Command.of("echo", tree.Word.of(*parts)))
 
 
-_STARTED = _echo(
-    "Job ", _JOB_ID, " started at ", _DATE, " on ", tree.Subst(tree.Command.of("hostname"))
-)
-_FINISHED = _echo("Job ", _JOB_ID, " finished at ", _DATE, " with exit code ", tree.Var(STATUS))
+def _started() -> tree.Run:
+    date, host = (tree.Subst(tree.Command.of(name)) for name in ("date", "hostname"))
+    return _echo("Job ", tree.Var("SLURM_JOB_ID", ""), " started at ", date, " on ", host)
 
 
-_STATUS = tree.Word.of(tree.Var(STATUS))
-_EARLIER_STEPS_OK = tree.Command.of("[", _STATUS, "-eq", "0", "]")
-#: After the step's srun: wait for it, keep its exit code, forget its pid.
-_WAIT_FOR_STEP = (
-    tree.Assign(time_limit.STEP_PID, tree.Word.of(tree.Var("!"))),
-    tree.Run(tree.Command.of("wait", tree.Word.of(tree.Var(time_limit.STEP_PID)))),
-    tree.Assign(STATUS, tree.Word.of(tree.Var("?"))),
-    tree.Assign(time_limit.STEP_PID, tree.Word.literal("")),
-)
+def _finished() -> tree.Run:
+    date, status = tree.Subst(tree.Command.of("date")), tree.Var(STATUS)
+    return _echo(
+        "Job ", tree.Var("SLURM_JOB_ID", ""), " finished at ", date, " with exit code ", status
+    )
 
 
 def _step_block(step: Step, container: Container, banner: str) -> tree.If:
     """Runs when every step before succeeded: names the step, prints its banner,
-    runs it and keeps its exit code."""
+    runs it, waits for it, keeps its exit code and forgets its pid."""
+    status = tree.Word.of(tree.Var(STATUS))
     return tree.If(
-        _EARLIER_STEPS_OK,
+        tree.Command.of("[", status, "-eq", "0", "]"),
         (
             tree.Comment(step.label),
             tree.Assign(time_limit.STEP, tree.Word.literal(step.label)),
             tree.Run(tree.Command.of("printf", PRINT_LINE, banner)),
             _srun(step, container),
-            *_WAIT_FOR_STEP,
+            tree.Assign(time_limit.STEP_PID, tree.Word.of(tree.Var("!"))),
+            tree.Run(tree.Command.of("wait", tree.Word.of(tree.Var(time_limit.STEP_PID)))),
+            tree.Assign(STATUS, tree.Word.of(tree.Var("?"))),
+            tree.Assign(time_limit.STEP_PID, tree.Word.literal("")),
         ),
     )
 
 
-_NO_STEP_FAILED = tree.Assign(STATUS, tree.Word.literal("0"))
-_EXIT = tree.Exit(_STATUS)
+def check_counts_fit(ctx: Context, target: SlurmTarget, nodes: int, ntasks: int) -> None:
+    """Node and task counts the partitions of slurm_env.json can give."""
+    partitions = ctx.slurm_env.partitions if ctx.slurm_env is not None else []
+    check_counts(
+        nodes,
+        ntasks,
+        ntasks_field="required_devices",
+        partition=target.partition,
+        partitions=[(p.name, p.nodes) for p in partitions],
+    )
 
 
-@dataclass(frozen=True)
+def slurm_params(
+    target: SlurmTarget, shape: TaskShape, gpus_per_node: int | None, gres: str | None
+) -> dict[str, Any]:
+    """job_spec.json's ``slurm_params``."""
+    return dict(
+        partition=target.partition,
+        account=target.account,
+        time_limit=target.time_limit,
+        nodes=shape.nodes,
+        ntasks=shape.ntasks,
+        ntasks_per_node=shape.ntasks_per_node,
+        gpus_per_node=gpus_per_node,
+        gres=gres,
+        mpi_plugin=target.mpi_plugin,
+    )
+
+
+def _target(place: Placement) -> SlurmTarget:
+    assert place.target is not None  # every Slurm placement has one
+    return place.target
+
+
 class SlurmScenario(Scenario):
-    """Local and remote Slurm: the script shape is the same, ``name`` and the paths
-    in ``allocation`` and ``container`` differ. ``models_root`` is exported as
-    ``LLM_MODELS_ROOT`` before the workflow's own variables."""
+    """A Slurm cluster: the partition's architecture (with the scenario's fallback),
+    pyxis's image form, an sbatch script whose logs go to ``log_dir_field``, and
+    ``LLM_MODELS_ROOT`` exported before the workflow's own variables."""
 
-    name: str
-    allocation: SlurmAllocation
-    container: Container
-    models_root: str
-    header: tuple[str, ...] = ()
-    #: Seconds of warning wanted before the time limit (clamped to the limit).
-    timeout_warning: int = time_limit.DEFAULT_WARNING_SECONDS
-    #: Values shown as ``***`` in the step banners.
-    secrets: tuple[str, ...] = ()
+    #: The request field naming the folder of the job's logs on the cluster.
+    log_dir_field: ClassVar[str]
 
-    def assemble(self, plan: WorkflowPlan) -> tree.SbatchScript:
-        limit = self.allocation.time_limit
-        warning = time_limit.warning_seconds(limit, self.timeout_warning)
-        body: list[tree.Statement] = [_BLANK]
-        for name, value in (("LLM_MODELS_ROOT", self.models_root), *plan.env):
+    def check_request(self, ctx: Context) -> None:
+        check_log_name_part(self.log_dir_field, self.log_dir(ctx))
+
+    def log_dir(self, ctx: Context) -> str:
+        return str(getattr(ctx.request, self.log_dir_field) or "")
+
+    def load_inputs(self, ctx: Context, read_slurm_env: SlurmEnvReader) -> None:
+        req = ctx.request
+        path = req.slurm_env_file or posixpath.join(req.work_dir, "slurm_env.json")
+        ctx.slurm_env, ctx.slurm_env_raw = read_slurm_env(path)
+        rule = "slurm_env_file" if req.slurm_env_file else "<work_dir>/slurm_env.json"
+        ctx.trace.chose("slurm_env", path, rule)
+
+    @abstractmethod
+    def unknown_arch(self, ctx: Context) -> tuple[str, str]:
+        """The architecture, and its rule, when slurm_env and device_type do not say."""
+
+    def arch(self, ctx: Context) -> str:
+        return chose_arch(ctx, *(partition_arch(ctx) or self.unknown_arch(ctx)))
+
+    def image(self, ctx: Context) -> str:
+        chosen = chosen_image(ctx, lambda: self.arch(ctx))
+        problem = enroot_problem(chosen[1])
+        fault = f"cannot be pulled by pyxis: {problem}; fix the image name" if problem else ""
+        rule = "enroot form for pyxis --container-image (REGISTRY#IMAGE)"
+        return image_in_form(ctx, chosen, chosen[1].enroot, rule, fault)
+
+    def placement(self, ctx: Context, image: str, mounts: Mounts) -> Placement:
+        target = resolve_slurm_target(ctx, self.name)
+        gpn, partition = target.gpus_per_node, ctx.request.partition
+        return Placement(
+            image,
+            mounts,
+            target,
+            gpn,
+            node_gpus=gpn,
+            where=f"partition {partition}",
+            # the partition's own count or gres, as the probe records them
+            gpus_per_node_fix=f"slurm_env partition {partition} has no gpus_per_node or gres; "
+            "rerun the Slurm probe or set the partition's gpus_per_node in slurm_env.json",
+            mpi_plugin=target.mpi_plugin,
+            job_dir=self.log_dir(ctx),
+            allocates_gpus=target.gpu_gres,
+        )
+
+    def submit_target(self, place: Placement, refusal: str) -> SlurmTarget:
+        return _target(place)
+
+    def backend(self, spec: Mapping[str, Any]) -> BackendKind:
+        return "sbatch"
+
+    def campaign_room(
+        self, req: BuildRequest, read_slurm_env: SlurmEnvReader
+    ) -> tuple[int, int | None, str]:
+        path = req.slurm_env_file or posixpath.join(req.work_dir, "slurm_env.json")
+        env, _ = read_slurm_env(path)
+        entry = env.partition(req.partition or "")
+        if entry is None:
+            return 1, None, f"partition {req.partition}"
+        nodes = entry.nodes if isinstance(entry.nodes, int) else None
+        if isinstance(entry.nodes, str) and entry.nodes.isdecimal():
+            nodes = int(entry.nodes)
+        return nodes or 1, entry.gpus_per_node or entry.gres_gpus, f"partition {entry.name}"
+
+    def campaign_time_limit(self, req: BuildRequest) -> str | None:
+        return req.time_limit or DEFAULT_TIME_LIMIT
+
+    def campaign_fields(self, req: BuildRequest, slurm_env: str) -> dict[str, Any]:
+        return {"slurm_env_file": slurm_env}
+
+    def setup(self, ctx: Context, place: Placement, workload: Workload) -> JobSetup:
+        req, mounts, target = ctx.request, place.mounts, _target(place)
+        workflow, shape = workload.workflow, workload.shape
+        check_counts_fit(ctx, target, shape.nodes, shape.ntasks)
+        devices = workload.required_devices
+        share = devices if req.share_node else None
+        gres = gres_flag(ctx, target, devices if workload.exact_devices else None, share)
+        # The logs, the script and the container are named after the model, the job as asked.
+        log_name = workflow.job_name(workload.model_name)
+        rule = "job_name input" if req.job_name else f"<model_name>_{workflow.job_suffix}"
+        job_name = ctx.trace.chose("job_name", req.job_name or log_name, rule)
+        where = (target.partition, target.account, target.time_limit)
+        allocation = SlurmAllocation(job_name, *where, shape, gres, place.job_dir, log_name)
+        return JobSetup(
+            job_name,
+            Container(place.image, log_name, mounts.entries, mounts.project),
+            mounts.models_root,
+            allocation,
+            header=self.header(workflow.kind),
+            secrets=request_secrets(req),
+            timeout_warning=req.timeout_warning_seconds,
+        )
+
+    def script_name(self, setup: JobSetup) -> str:
+        return f"{setup.container.name}.slurm"
+
+    def spec_fields(self, ctx: Context, job: ScriptJob) -> dict[str, Any]:
+        target, alloc = _target(job.place), job.setup.allocation
+        assert alloc is not None  # setup gives every Slurm job one
+        path, shape = self.script_path(ctx, job.setup), job.workload.shape
+        return dict(
+            script_path=path,
+            script_name=posixpath.basename(path),
+            log_file_pattern=f"{job.setup.container.name}_%j.out",
+            timeout_patterns=[time_limit.TIMEOUT_PATTERN],
+            slurm_params=slurm_params(target, shape, target.gpus_per_node, alloc.gres),
+        )
+
+    def assemble(self, setup: JobSetup, plan: WorkflowPlan) -> tree.SbatchScript:
+        alloc = setup.allocation
+        if alloc is None:
+            raise ValueError("a Slurm job needs an allocation")
+        wanted = setup.timeout_warning or time_limit.DEFAULT_WARNING_SECONDS
+        warning = time_limit.warning_seconds(alloc.time_limit, wanted)
+        blank, finished = tree.Blank(), _finished()
+        body: list[tree.Statement] = [blank]
+        for name, value in (("LLM_MODELS_ROOT", setup.models_root), *plan.env):
             body.append(tree.Export(name, tree.Word.literal(value)))
         if warning is not None:
-            body += [_BLANK, *time_limit.setup(limit, warning, _FINISHED)]
-        body += [_BLANK, _STARTED, _NO_STEP_FAILED]
+            body += [blank, *time_limit.setup(alloc.time_limit, warning, finished)]
+        body += [blank, _started(), tree.Assign(STATUS, tree.Word.literal("0"))]
         for step in plan.steps:
-            banner = step_banner(step, self.secrets)
-            body += [_BLANK, _step_block(step, self.container, banner)]
-        body.append(_BLANK)
+            banner = step_banner(step, setup.secrets)
+            body += [blank, _step_block(step, setup.container, banner)]
+        body.append(blank)
         if warning is not None:
-            body += time_limit.TEARDOWN
-        body += [_FINISHED, _EXIT]
+            body += time_limit.teardown()
+        body += [finished, tree.Exit(tree.Word.of(tree.Var(STATUS)))]
         return tree.SbatchScript(
-            directives=_directives(self.allocation, warning),
-            header=tuple(tree.Comment(line) for line in self.header),
+            directives=_directives(alloc, warning),
+            header=tuple(tree.Comment(line) for line in setup.header),
             body=tuple(body),
         )
 
 
-#: The two Slurm scenarios, differing by name (and the paths their callers pass).
-LocalSlurm = partial(SlurmScenario, "local_slurm")
-RemoteSlurm = partial(SlurmScenario, "remote_slurm")
+class LocalSlurm(SlurmScenario):
+    """Slurm on this machine: this home and checkout, logs in work_dir, and by
+    default persistent mode (the script run inside a held allocation)."""
+
+    name = "local_slurm"
+    log_dir_field = "work_dir"
+
+    def check_request(self, ctx: Context) -> None:
+        super().check_request(ctx)
+        check_local_custom_script(ctx)
+
+    def unknown_arch(self, ctx: Context) -> tuple[str, str]:
+        return ctx.machine(), "uname -m (partition arch unknown)"
+
+    def home(self, ctx: Context) -> str:
+        return local_home(ctx)
+
+    def backend(self, spec: Mapping[str, Any]) -> BackendKind:
+        return "persistent" if spec.get("persistent_mode") else "sbatch"
+
+    def spec_fields(self, ctx: Context, job: ScriptJob) -> dict[str, Any]:
+        fields = super().spec_fields(ctx, job)
+        if ctx.request.persistent_mode is not False:
+            c = job.setup.container
+            fields |= dict(persistent_mode=True, container_name=c.name)
+            fields["container_mounts"] = c.joined_mounts
+        return fields
+
+
+class RemoteSlurm(SlurmScenario):
+    """Slurm reached over ssh: the cluster's home and checkout (remote_repo_path),
+    logs in remote_work_dir, the connection fields slurm_env.json knows."""
+
+    name = "remote_slurm"
+    log_dir_field = "remote_work_dir"
+    from_earlier = ("remote_repo_path", "remote_work_dir")
+    transport = "ssh"
+
+    def check_request(self, ctx: Context) -> None:
+        super().check_request(ctx)
+        for name in self.from_earlier:
+            value = getattr(ctx.request, name)
+            if not value:
+                raise BuildError(
+                    f"{name} is required for {self.name} and is neither in the request nor "
+                    "in <work_dir>/job_spec.json; pass the value trtllm-case-executor resolved "
+                    "(it is never derived here)"
+                )
+            if not value.startswith("/"):
+                raise BuildError(f"{name} must be an absolute path, got {value!r}")
+
+    def unknown_arch(self, ctx: Context) -> tuple[str, str]:
+        req = ctx.request
+        if device := (req.device_type or "").strip():
+            return (
+                "x86_64",
+                f"default for {self.name} (partition arch unknown; device_type {device})",
+            )
+        ctx.trace.warn(
+            f"architecture of partition {req.partition} is unknown (slurm_env arch is null, "
+            "no device_type, no internal-env-info): using the x86_64 image; pass device_type "
+            "or container_image if the nodes are Arm"
+        )
+        return "x86_64", f"default for {self.name} (partition arch unknown)"
+
+    def home(self, ctx: Context) -> str:
+        return cluster_home(ctx)
+
+    def project(self, ctx: Context) -> str:
+        return cluster_project(ctx)
+
+    def placement(self, ctx: Context, image: str, mounts: Mounts) -> Placement:
+        # The remote executor copies the extra files there from work_dir.
+        place = super().placement(ctx, image, mounts)
+        return replace(place, files_dir=place.job_dir)
+
+    def submit_login(self, ctx: Context) -> SubmitLogin:
+        return login_node(ctx)
+
+    def job_spec_fields(self, ctx: Context) -> dict[str, Any]:
+        req = ctx.request
+        paths = {"remote_repo_path": req.remote_repo_path, "remote_work_dir": req.remote_work_dir}
+        return super().job_spec_fields(ctx) | paths
+
+    def connection_fallback(self, ctx: Context) -> Mapping[str, Any]:
+        return ctx.slurm_env_raw or {}

@@ -60,36 +60,39 @@ def _kill_quietly(name: str) -> If:
     return If(Command.of("[", "-n", Word.of(Var(name, "")), "]"), (kill,))
 
 
-_KILL_STEP = _kill_quietly(STEP_PID)
-_KILL_TIMER = _kill_quietly(_TIMER)
-_TRAP = Trap((Run(Command.of(_HANDLER)),), (SIGNAL,))
-#: Sleeps for its argument, then signals the script (stopped by TERM, the sleep with it).
-_TIMER_FUNCTION = Function(
-    _TIMER_FN,
-    (
-        Trap((Run(Command.of("kill", Word.of(Var("!")))), Exit(Word.of("0"))), ("TERM",)),
-        Run(Command.of("sleep", Word.of(Var("1"))), background=True),
-        Run(Command.of("wait", Word.of(Var("!")))),
-        Run(Command.of("kill", f"-{SIGNAL}", Word.of(Var("$")))),
-    ),
-)
-_JOB_END = Var("SLURM_JOB_END_TIME")
-_JOB_END_KNOWN = Command.of("[", "-n", Word.of(Var(_JOB_END.name, "")), "]")
-_NOW = Subst(Command.of("date", "+%s"))
-_START_TIMER = (
-    Run(
-        Command.of(_TIMER_FN, Word.of(Var("warn_in"))),
-        (Redirect("<", _DEV_NULL), Redirect(">", _DEV_NULL), Redirect("2>", _DEV_NULL)),
-        background=True,
-    ),
-    Assign(_TIMER, Word.of(Var("!"))),
-)
-_OUTSIDE_SBATCH = Command.of("[", Word.of(Var("ENVIRONMENT", "")), "!=", "BATCH", "]")
+def _timer_function() -> Function:
+    """Sleeps for its argument, then signals the script (stopped by TERM, the sleep with it)."""
+    return Function(
+        _TIMER_FN,
+        (
+            Trap((Run(Command.of("kill", Word.of(Var("!")))), Exit(Word.of("0"))), ("TERM",)),
+            Run(Command.of("sleep", Word.of(Var("1"))), background=True),
+            Run(Command.of("wait", Word.of(Var("!")))),
+            Run(Command.of("kill", f"-{SIGNAL}", Word.of(Var("$")))),
+        ),
+    )
+
+
+def _start_timer(time_limit: str, warning: int) -> If:
+    """Outside sbatch (``ENVIRONMENT`` is ``BATCH`` only there): the timer, started
+    ``warning`` seconds before ``SLURM_JOB_END_TIME``, else before the limit."""
+    job_end = Var("SLURM_JOB_END_TIME")
+    now = Subst(Command.of("date", "+%s"))
+    limit_seconds = 60 * (time_limit_minutes(time_limit) or 0)
+    delay = If(
+        Command.of("[", "-n", Word.of(Var(job_end.name, "")), "]"),
+        (Assign("warn_in", Word.of(Difference(job_end, (now, warning)))),),
+        (Assign("warn_in", Word.of(str(max(0, limit_seconds - warning)))),),
+    )
+    quiet = (Redirect("<", _DEV_NULL), Redirect(">", _DEV_NULL), Redirect("2>", _DEV_NULL))
+    start = Run(Command.of(_TIMER_FN, Word.of(Var("warn_in"))), quiet, background=True)
+    outside_sbatch = Command.of("[", Word.of(Var("ENVIRONMENT", "")), "!=", "BATCH", "]")
+    return If(outside_sbatch, (delay, start, Assign(_TIMER, Word.of(Var("!")))))
 
 
 def setup(time_limit: str, warning: int, closing: Run) -> tuple[Statement, ...]:
-    """The trap and its function, then (outside sbatch: ``ENVIRONMENT`` is ``BATCH``
-    only there) a background timer that sleeps, then signals this shell."""
+    """The trap and its function, then a background timer that sleeps, then
+    signals this shell."""
     reached = Word.of(
         "Job ",
         Var("SLURM_JOB_ID", ""),
@@ -99,24 +102,19 @@ def setup(time_limit: str, warning: int, closing: Run) -> tuple[Statement, ...]:
     body = (
         Run(Command.of("echo", reached)),
         Assign("rc", Word.of(str(TIMEOUT_STATUS))),
-        _KILL_STEP,
-        _KILL_TIMER,
+        _kill_quietly(STEP_PID),
+        _kill_quietly(_TIMER),
         closing,
         Exit(Word.of(Var("rc"))),
     )
-    limit_seconds = 60 * (time_limit_minutes(time_limit) or 0)
-    delay = If(
-        _JOB_END_KNOWN,
-        (Assign("warn_in", Word.of(Difference(_JOB_END, (_NOW, warning)))),),
-        (Assign("warn_in", Word.of(str(max(0, limit_seconds - warning)))),),
-    )
     return (
         Function(_HANDLER, body),
-        _TRAP,
-        _TIMER_FUNCTION,
-        If(_OUTSIDE_SBATCH, (delay, *_START_TIMER)),
+        Trap((Run(Command.of(_HANDLER)),), (SIGNAL,)),
+        _timer_function(),
+        _start_timer(time_limit, warning),
     )
 
 
-#: Ignores a late warning while the closing line is printed, then stops the timer.
-TEARDOWN = (Trap((), (SIGNAL,)), _KILL_TIMER)
+def teardown() -> tuple[Statement, ...]:
+    """Ignores a late warning while the closing line is printed, then stops the timer."""
+    return (Trap((), (SIGNAL,)), _kill_quietly(_TIMER))

@@ -35,9 +35,14 @@ class Step:
 class Container:
     image: str
     name: str
-    mounts: str
+    #: ``SRC:DST[:FLAGS]`` entries.
+    mounts: tuple[str, ...]
     workdir: str
     project: str | None = None  # the checkout, when ``workdir`` is another folder
+
+    @property
+    def joined_mounts(self) -> str:
+        return ",".join(self.mounts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +57,24 @@ class SlurmAllocation:
     gres: str | None
     log_dir: str
     log_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobSetup:
+    """What a scenario lays a workflow's plan into: the container, the folder exported
+    as ``LLM_MODELS_ROOT``, the Slurm allocation (None where no Slurm runs the job),
+    the script's header comments, values shown as ``***`` in the step banners,
+    variables passed from the host's environment (docker's ``--env NAME``) and the
+    seconds of time-limit warning wanted (None: the scenario's default)."""
+
+    job_name: str
+    container: Container
+    models_root: str
+    allocation: SlurmAllocation | None = None
+    header: tuple[str, ...] = ()
+    secrets: tuple[str, ...] = ()
+    passthrough_env: tuple[str, ...] = ()
+    timeout_warning: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

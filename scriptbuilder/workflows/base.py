@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from scriptbuilder.inputs.command_check import MAX_ARG_BYTES
+from scriptbuilder.inputs.command_check import MAX_ARG_BYTES, check_command
 from scriptbuilder.resolution.context import Context
-from scriptbuilder.resolution.mpi import clears_mpi_env
+from scriptbuilder.resolution.mpi import MpiRule, clears_mpi_env
 from scriptbuilder.resolution.workloads import Placement
 from scriptbuilder.script.plan import Step, TaskShape, WorkflowPlan
 from scriptbuilder.script.render import render_command
 from scriptbuilder.script.tree import Command, Run, ScriptText, Statement, Var, Word
+
+if TYPE_CHECKING:
+    from scriptbuilder.models.request import BuildRequest
 
 LLMAPI_LAUNCH = "trtllm-llmapi-launch"
 COMMAND_VAR = "__sb_command"
@@ -75,16 +78,40 @@ class Workload:
     devices_source: str | None = None  # pytest: the deciding evidence
 
 
+#: The rules every workflow class states (a class lacking one fails when it is defined).
+RULES = ("kind", "job_suffix", "command_fields", "mpi_rule")
+
+
 class Workflow(ABC):
-    """A kind of workload, resolved from a request (:meth:`resolve`). ``kind`` is
-    the ``workflow_type`` in ``job_spec.json``; ``job_suffix`` names the job
-    (``<model>_<suffix>``) and the script."""
+    """A kind of workload, resolved from a request (:meth:`resolve`), and its rules.
+    ``kind`` is the ``workflow_type`` of the request and of ``job_spec.json``;
+    ``job_suffix`` names the job (``<model>_<suffix>``) and the script;
+    ``command_fields`` are the request fields holding the command lines it runs,
+    which :meth:`check_request` reads with ``bash -n`` before anything is resolved;
+    ``mpi_rule`` gives its workload step's ``srun --mpi``."""
 
     kind: ClassVar[str]
     job_suffix: ClassVar[str]
+    command_fields: ClassVar[tuple[str, ...]]
+    mpi_rule: ClassVar[MpiRule]
     success_patterns: ClassVar[tuple[str, ...]] = ("passed",)
     failure_patterns: ClassVar[tuple[str, ...]] = ("FAILED", "ERROR")
     install_body: ClassVar[tuple[Statement, ...]] = INSTALL_BODY
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if missing := [name for name in RULES if not hasattr(cls, name)]:
+            raise TypeError(
+                f"workflow {cls.__name__} does not state {', '.join(missing)}: every workflow "
+                f"names its {', '.join(RULES)} (see scriptbuilder.workflows.base.Workflow)"
+            )
+
+    @classmethod
+    def check_request(cls, req: BuildRequest) -> None:
+        """Refuse a command bash could not run (a missing one is :meth:`resolve`'s to report)."""
+        for field in cls.command_fields:
+            if value := getattr(req, field):
+                check_command(field, value)
 
     @classmethod
     @abstractmethod

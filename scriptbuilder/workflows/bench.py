@@ -8,6 +8,7 @@ from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.command_args import model_name_from, parse_bench_cmd
 from scriptbuilder.resolution import workloads
 from scriptbuilder.resolution.context import Context
+from scriptbuilder.resolution.mpi import MpiRule
 from scriptbuilder.resolution.workloads import Placement
 from scriptbuilder.script.plan import Step, TaskShape
 from scriptbuilder.workflows.base import Workflow, Workload, user_command_step
@@ -19,6 +20,8 @@ class BenchWorkflow(Workflow):
 
     kind = "bench"
     job_suffix = "bench"
+    command_fields = ("bench_cmd",)
+    mpi_rule = MpiRule("parallel", "bench: the pmix plugin when world size > 1")
     success_patterns = ("token/s", "throughput")
 
     prep_cmd: str
@@ -39,7 +42,7 @@ class BenchWorkflow(Workflow):
                 f"bench world size {world} (tp {args.tp} x pp {args.pp}) exceeds gpus_per_node "
                 f"{gpn}: multi-node trtllm-bench is not supported; lower --tp/--pp"
             )
-        shape = workloads.workload_shape(ctx, place, cls.kind, 1, world)
+        shape = workloads.workload_shape(ctx, place, cls.mpi_rule, 1, world)
         return Workload(cls(args.prep_cmd, args.run_cmd), name, world, 1, shape)
 
     def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:

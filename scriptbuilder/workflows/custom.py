@@ -6,18 +6,23 @@ import math
 import posixpath
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scriptbuilder.errors import BuildError
+from scriptbuilder.inputs.command_check import check_custom_command, check_custom_env
 from scriptbuilder.resolution import workloads
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mounts import covered
-from scriptbuilder.resolution.mpi import clears_mpi_env
+from scriptbuilder.resolution.mpi import MpiRule, clears_mpi_env
 from scriptbuilder.resolution.secrets import script_custom_env
 from scriptbuilder.resolution.workloads import Placement
 from scriptbuilder.script.plan import Step, TaskShape
 from scriptbuilder.script.render import quote_literal
 from scriptbuilder.script.tree import Command, Run, Var
 from scriptbuilder.workflows.base import Workflow, Workload
+
+if TYPE_CHECKING:
+    from scriptbuilder.models.request import BuildRequest
 
 RUN_SCRIPT_NAME = "slurm_run_custom.sh"
 PACKAGED_RUN_SCRIPT = Path(__file__).resolve().parent.parent / "data" / RUN_SCRIPT_NAME
@@ -31,6 +36,9 @@ class CustomWorkflow(Workflow):
 
     kind = "custom"
     job_suffix = "custom"
+    command_fields = ("custom_cmd",)
+    #: One node (see resolve); the drop-in's --mpi is taken as asked.
+    mpi_rule = MpiRule("never", "custom: no --mpi (a single node)")
     success_patterns = ()
     failure_patterns = ("Error", "Traceback")
 
@@ -42,15 +50,23 @@ class CustomWorkflow(Workflow):
     run_script: str | None = None
 
     @classmethod
+    def check_request(cls, req: BuildRequest) -> None:
+        """custom_cmd travels in ``CUSTOM_COMMAND`` (unless custom_script replaces it),
+        and custom_env must be ``NAME=VALUE`` words."""
+        if req.custom_cmd and not req.custom_script:
+            check_custom_command("custom_cmd", req.custom_cmd)
+        check_custom_env("custom_env", req.custom_env or "")
+
+    @classmethod
     def resolve(cls, ctx: Context, place: Placement) -> Workload:
         req, trace = ctx.request, ctx.trace
         run_script = None
-        if ctx.is_remote:
-            # The remote executor copies the run script (an extra file) there from work_dir.
-            remote = posixpath.join(req.remote_work_dir or "", RUN_SCRIPT_NAME)
+        if place.files_dir is not None:
+            # The executor copies the run script (an extra file) there from work_dir.
+            remote = posixpath.join(place.files_dir, RUN_SCRIPT_NAME)
             if not covered(remote, place.mounts.host_sources()):
                 raise BuildError(
-                    f"remote_work_dir {req.remote_work_dir} is not inside a container mount, "
+                    f"remote_work_dir {place.files_dir} is not inside a container mount, "
                     "so the custom run script copied there would be invisible in the "
                     "container; use a remote_work_dir under remote_repo_path"
                 )
@@ -83,7 +99,7 @@ class CustomWorkflow(Workflow):
             project_path=project,
             run_script=run_script,
         )
-        shape = workloads.workload_shape(ctx, place, cls.kind, nodes, devices)
+        shape = workloads.workload_shape(ctx, place, cls.mpi_rule, nodes, devices)
         return Workload(workflow, name, devices, nodes, shape)
 
     def extra_files(self) -> tuple[tuple[str, str], ...]:

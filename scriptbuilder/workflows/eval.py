@@ -18,6 +18,7 @@ from scriptbuilder.inputs.model_lookup import find_model_dir
 from scriptbuilder.resolution import workloads
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mounts import Mounts
+from scriptbuilder.resolution.mpi import MpiRule
 from scriptbuilder.resolution.workloads import Placement
 from scriptbuilder.script.plan import Step, TaskShape
 from scriptbuilder.script.render import quote_literal
@@ -54,6 +55,8 @@ def _args(ctx: Context) -> tuple[str, EvalArgs]:
 class EvalWorkflow(Workflow):
     kind = "eval"
     job_suffix = "eval"
+    command_fields = ("eval_cmd",)
+    mpi_rule = MpiRule("always", "eval: always the pmix plugin (trtllm-eval inits MPI)")
     success_patterns = ("accuracy:", "score:")
     install_body = (
         *INSTALL_BODY,
@@ -88,7 +91,7 @@ class EvalWorkflow(Workflow):
         model = args.model
         if model and model.literal and is_hf_model_id(model.value):
             cmd = _rewrite_model(ctx, cmd, model, place.mounts)
-        shape = workloads.workload_shape(ctx, place, cls.kind, 1, world)
+        shape = workloads.workload_shape(ctx, place, cls.mpi_rule, 1, world)
         return Workload(cls(cmd), name, world, 1, shape)
 
     def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:

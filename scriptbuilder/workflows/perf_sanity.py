@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.perf_config import (
@@ -28,8 +28,7 @@ from scriptbuilder.inputs.tests import is_perf_sanity, parse_test_ids
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.slurm_params import DEFAULT_TIME_LIMIT
 from scriptbuilder.resolution.workloads import Placement
-from scriptbuilder.script.plan import Step, TaskShape
-from scriptbuilder.workflows.base import Workflow, Workload
+from scriptbuilder.script.plan import TaskShape
 
 SUBMIT_PY_RELPATH = "jenkins/scripts/perf/local/submit.py"
 LAUNCH_SCRIPT_NAME = "slurm_launch.sh"
@@ -118,7 +117,11 @@ class SubmitLogin:
         return f"ssh {self.user}@{self.host}" if self.user else f"ssh {self.host}"
 
 
-def _login(ctx: Context) -> SubmitLogin:
+#: A scenario's login node for submit.py (None: it runs on this machine).
+LoginRule = Callable[[Context], "SubmitLogin | None"]
+
+
+def login_node(ctx: Context) -> SubmitLogin:
     """remote_slurm: submit.py runs on the login node (ssh_host, slurm_user: the
     request's, else slurm_env's), where the checkout, remote_work_dir and Slurm are."""
     req, env = ctx.request, ctx.slurm_env
@@ -366,14 +369,13 @@ def _model_name(ctx: Context, config: PerfConfig) -> str:
 
 
 @dataclass(frozen=True)
-class PerfSanityWorkflow(Workflow):
-    """submit.py, run with ``argv``, writes the launch script ``launch_sh`` (no script
-    tree); ``workflow_type`` is what the request asked for (``eval`` for the fallback)."""
+class PerfSanityJob:
+    """A submit.py job, not a :class:`~scriptbuilder.workflows.base.Workflow`: submit.py,
+    run with ``argv``, writes the launch script ``launch_sh`` (no script tree);
+    ``workflow_type`` is what the request asked for (``eval`` for the fallback)."""
 
-    kind = "perf_sanity"
-    job_suffix = "perf"
     #: The launch script's own failure lines start ``Error: ``.
-    failure_patterns = ("FAILED", "Error", "AssertionError")
+    failure_patterns: ClassVar[tuple[str, ...]] = ("FAILED", "Error", "AssertionError")
 
     workflow_type: str
     name: str
@@ -389,6 +391,11 @@ class PerfSanityWorkflow(Workflow):
     #: Where submit.py runs: work_dir, or remote_work_dir on the login node.
     cwd: Path
     login: SubmitLogin | None
+    model_name: str
+    required_devices: int
+    node_count: int
+    #: The job's tasks, with the cluster's plugin for the executors.
+    shape: TaskShape
 
     @staticmethod
     def wanted(ctx: Context) -> bool:
@@ -401,9 +408,12 @@ class PerfSanityWorkflow(Workflow):
         )
 
     @classmethod
-    def resolve(cls, ctx: Context, place: Placement, eval_model: str | None = None) -> Workload:
-        """``eval_model``: the model of an eval wider than one node, run as an
-        accuracy benchmark of the request's config."""
+    def resolve(
+        cls, ctx: Context, place: Placement, login: LoginRule, eval_model: str | None = None
+    ) -> PerfSanityJob:
+        """``login``: the scenario's login node submit.py runs on (None: this machine);
+        ``eval_model``: the model of an eval wider than one node, run as an accuracy
+        benchmark of the request's config."""
         req, trace, target = ctx.request, ctx.trace, place.target
         assert target is not None  # the route sends only Slurm requests here
         if not req.repo_root:
@@ -433,10 +443,8 @@ class PerfSanityWorkflow(Workflow):
         model = eval_model or _model_name(ctx, checked.config)
         # Where submit.py runs: this machine, or (remote) the login node, in remote_work_dir
         # with the cluster's checkout, the files it reads sent there first.
-        login = _login(ctx) if ctx.is_remote else None
-        work_dir = str(Path(req.work_dir))
-        if login:
-            work_dir = posixpath.normpath(req.remote_work_dir or "")
+        node = login(ctx)
+        work_dir = posixpath.normpath(place.job_dir) if node else str(Path(req.work_dir))
         inputs: list[tuple[str, str]] = []
         config_arg = str(checked.config.path)  # submit_argv leaves it out for a test id
         if eval_model:
@@ -444,16 +452,16 @@ class PerfSanityWorkflow(Workflow):
             inputs.append((posixpath.join(work_dir, f"{model}_accuracy.yaml"), text))
             rule = "perf_config_yaml with accuracy.enable_accuracy_test: true (eval fallback)"
             config_arg = trace.chose("perf config", inputs[-1][0], rule)
-        elif login and test_list is None:
+        elif node and test_list is None:
             text = _config("perf_config_yaml", _read_text, checked.config.path)
             inputs.append((posixpath.join(work_dir, checked.config.path.name), text))
             rule = "perf_config_yaml, sent to remote_work_dir (submit.py runs on the cluster)"
             config_arg = trace.chose("perf config", inputs[-1][0], rule)
         launch_sh = posixpath.join(work_dir, LAUNCH_SCRIPT_NAME)
         job_name = f"{model}_{'perf' if test_list else 'benchmark'}"
-        if login:
+        if node:
             submit_py = Path(submit_py_path(place.mounts.project))
-            where = f"{login.describe()}, in remote_work_dir {work_dir}"
+            where = f"{node.describe()}, in remote_work_dir {work_dir}"
             trace.chose("submit.py runs", where, "remote_slurm: it reads the cluster's checkout")
             travel = ", ".join(path for path, _ in inputs) or "nothing (the cluster's config)"
             trace.chose("sent before submit.py", travel, "files submit.py reads on the cluster")
@@ -478,8 +486,8 @@ class PerfSanityWorkflow(Workflow):
             # No --mpi-type: submit.py picks --mpi per step itself, and the flag would
             # force one plugin onto every step, install included.
         )
-        argv = tuple(submit_argv(request, REMOTE_PYTHON if login else sys.executable))
-        where = "remote_repo_path" if login else "repo_root"
+        argv = tuple(submit_argv(request, REMOTE_PYTHON if node else sys.executable))
+        where = "remote_repo_path" if node else "repo_root"
         trace.chose("submit.py", str(submit_py), f"{where}/jenkins/scripts/perf/local")
         devices, nodes = checked.topology
         gpn = checked.config.gpus_per_node
@@ -490,18 +498,6 @@ class PerfSanityWorkflow(Workflow):
         disagg = checked.config.disaggregated and checked.benchmark_mode != "ctx_only"
         success = (DISAGG_SUCCESS if disagg else AGGR_SUCCESS,)
         log = Path(req.work_dir) / SUBMIT_LOG_NAME
-        workflow = cls(
-            req.workflow_type,
-            job_name,
-            argv,
-            success,
-            tuple(inputs),
-            Path(req.work_dir) / LAUNCH_SCRIPT_NAME,
-            log,
-            Path(work_dir),
-            login,
-        )
-        return Workload(workflow, model, devices, nodes, shape)
-
-    def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:
-        return ()
+        local_launch = Path(req.work_dir) / LAUNCH_SCRIPT_NAME
+        files = (tuple(inputs), local_launch, log, Path(work_dir), node)
+        return cls(req.workflow_type, job_name, argv, success, *files, model, devices, nodes, shape)

@@ -9,6 +9,7 @@ from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.tests import InspectResult, inspect_tests
 from scriptbuilder.resolution import workloads
 from scriptbuilder.resolution.context import Context
+from scriptbuilder.resolution.mpi import MpiRule
 from scriptbuilder.resolution.workloads import Placement
 from scriptbuilder.script.plan import Step, TaskShape
 from scriptbuilder.script.render import render_inline
@@ -41,6 +42,8 @@ class PytestWorkflow(Workflow):
 
     kind = "pytest"
     job_suffix = "auto_test"
+    command_fields = ("test_cmd",)
+    mpi_rule = MpiRule("never", "pytest: no --mpi (always single-node)")
 
     test_cmd: str
     _: KW_ONLY
@@ -76,11 +79,10 @@ class PytestWorkflow(Workflow):
                 "test_workdir", posixpath.join(mounts.project, found.workdir), found.workdir_reason
             )
         devices, exact, source = _devices(ctx, found)
-        limit = place.gpus_per_node if ctx.is_slurm else place.available
+        limit = place.node_gpus
         if limit is not None and devices > limit:
-            where = f"partition {req.partition}" if ctx.is_slurm else "this machine"
             raise BuildError(
-                f"required_devices = {devices} exceeds the {limit} GPUs per node of {where}, "
+                f"required_devices = {devices} exceeds the {limit} GPUs per node of {place.where}, "
                 "and pytest does not support multi-node execution; choose a partition with "
                 "more GPUs per node or a test that needs fewer"
             )
@@ -100,7 +102,7 @@ class PytestWorkflow(Workflow):
             )
         name = workloads.model_name(ctx, None, "")
         trace.chose("nodes/ntasks", "1/1", "pytest: single node, one task")
-        shape = workloads.workload_shape(ctx, place, cls.kind, 1, 1)
+        shape = workloads.workload_shape(ctx, place, cls.mpi_rule, 1, 1)
         workflow = cls(test_cmd, workdir=workdir, visible_devices=visible)
         return Workload(workflow, name, devices, 1, shape, exact, source)
 
