@@ -50,7 +50,7 @@ from scriptbuilder.script.plan import (
     WorkflowPlan,
 )
 from scriptbuilder.workflows.base import Workload
-from scriptbuilder.workflows.perf_sanity import SubmitLogin, login_node
+from scriptbuilder.workflows.perf_sanity import SubmitLogin
 
 if TYPE_CHECKING:
     from scriptbuilder.models.request import BuildRequest
@@ -405,7 +405,16 @@ class RemoteSlurm(SlurmScenario):
         return replace(place, files_dir=place.job_dir)
 
     def submit_login(self, ctx: Context) -> SubmitLogin:
-        return login_node(ctx)
+        """submit.py runs on the login node (ssh_host, slurm_user: the request's, else
+        slurm_env's), where the checkout, remote_work_dir and Slurm are."""
+        req, env = ctx.request, ctx.slurm_env
+        host = req.ssh_host or (env.ssh_host if env else None)
+        if not host:
+            raise BuildError(
+                "ssh_host is required for a remote_slurm perf-sanity build: submit.py runs on "
+                "the cluster's login node; pass ssh_host (or record it in slurm_env.json)"
+            )
+        return SubmitLogin(host, req.slurm_user or (env.slurm_user if env else None))
 
     def job_spec_fields(self, ctx: Context) -> dict[str, Any]:
         req = ctx.request

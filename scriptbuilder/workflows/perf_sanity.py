@@ -9,7 +9,7 @@ import posixpath
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
@@ -106,12 +106,12 @@ def submit_py_path(repo_root: str | os.PathLike[str]) -> Path:
 
 @dataclass(frozen=True)
 class SubmitLogin:
-    """The login node a remote submit.py run happens on, and the launch script it
-    writes there (in remote_work_dir)."""
+    """The login node a remote submit.py run happens on (the scenario's), and the
+    launch script it writes there (the job's, in remote_work_dir)."""
 
     host: str
     user: str | None
-    launch_sh: str
+    launch_sh: str = ""
 
     def describe(self) -> str:
         return f"ssh {self.user}@{self.host}" if self.user else f"ssh {self.host}"
@@ -119,21 +119,6 @@ class SubmitLogin:
 
 #: A scenario's login node for submit.py (None: it runs on this machine).
 LoginRule = Callable[[Context], "SubmitLogin | None"]
-
-
-def login_node(ctx: Context) -> SubmitLogin:
-    """remote_slurm: submit.py runs on the login node (ssh_host, slurm_user: the
-    request's, else slurm_env's), where the checkout, remote_work_dir and Slurm are."""
-    req, env = ctx.request, ctx.slurm_env
-    host = req.ssh_host or (env.ssh_host if env else None)
-    if not host:
-        raise BuildError(
-            "ssh_host is required for a remote_slurm perf-sanity build: submit.py runs on the "
-            "cluster's login node; pass ssh_host (or record it in slurm_env.json)"
-        )
-    user = req.slurm_user or (env.slurm_user if env else None)
-    launch = posixpath.join(posixpath.normpath(req.remote_work_dir or ""), LAUNCH_SCRIPT_NAME)
-    return SubmitLogin(host, user, launch)
 
 
 def _read_text(path: Path) -> str:
@@ -460,6 +445,7 @@ class PerfSanityJob:
         launch_sh = posixpath.join(work_dir, LAUNCH_SCRIPT_NAME)
         job_name = f"{model}_{'perf' if test_list else 'benchmark'}"
         if node:
+            node = replace(node, launch_sh=launch_sh)
             submit_py = Path(submit_py_path(place.mounts.project))
             where = f"{node.describe()}, in remote_work_dir {work_dir}"
             trace.chose("submit.py runs", where, "remote_slurm: it reads the cluster's checkout")
