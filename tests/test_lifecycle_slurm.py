@@ -33,6 +33,8 @@ from typing import Any
 
 import pytest
 
+from scriptbuilder.lifecycle.slurm import SlurmError, sbatch
+from scriptbuilder.lifecycle.transport import LocalTransport
 from tests.build_env import make_build_env
 from tests.slurm_cluster.cluster import SlurmCluster, parse_scontrol
 from tests.test_slurm_jobs import cluster_slurm_env
@@ -488,3 +490,13 @@ def test_python_api_submit_wait_status_cancel(slurm_cluster: SlurmCluster, tmp_p
     assert running.status().verdict is None  # pending or running: no verdict yet
     running.cancel()
     assert running.wait(timeout="1m", interval="1s").verdict is Verdict.CANCELLED
+
+
+def test_sbatch_refusing_a_directive_names_it(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """sbatch's cause, not the usage hint it prints after it."""
+    script = tmp_path / "bad.sh"
+    script.write_text("#!/bin/bash\n#SBATCH --no-such-option=1\ntrue\n")
+    transport = LocalTransport(slurm_cluster.env)
+    with pytest.raises(SlurmError, match=r"^sbatch failed: .*no-such-option") as caught:
+        sbatch(transport, str(script), str(tmp_path))
+    assert "--help" not in str(caught.value)

@@ -84,8 +84,11 @@ class JobState:
 def _ok(transport: Transport, argv: Sequence[str], timeout: float = 60.0) -> str:
     done = transport.run(argv, timeout=timeout)
     if done.returncode != 0:
-        said = (done.stderr or done.stdout).decode("utf-8", "replace").strip()
-        said = said.splitlines()[-1] if said else f"exit code {done.returncode}"
+        text = (done.stderr or done.stdout).decode("utf-8", "replace")
+        # the cause, not the usage hint after it ('Try "sbatch --help" for more information')
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        causes = [line for line in lines if not line.startswith("Try ")] or lines
+        said = causes[-1] if causes else f"exit code {done.returncode}"
         raise SlurmError(f"{argv[0]} failed: {said}")
     return done.stdout.decode("utf-8", "replace")
 
