@@ -40,16 +40,26 @@ LAYERS = (
 )
 
 
-def _layer(module: str) -> int:
-    """The layer of ``module``: its longest prefix named in :data:`LAYERS`."""
+ROOT = "scriptbuilder"
+
+
+def _placed(module: str) -> int | None:
+    """The layer of ``module``: the one naming it or its longest enclosing package
+    (the root package, ``scriptbuilder``, names its own ``__init__`` only); None
+    when no layer does."""
     matches = [
         (len(name), index)
         for index, names in enumerate(LAYERS)
         for name in names
-        if module == name or module.startswith(name + ".")
+        if module == name or (name != ROOT and module.startswith(name + "."))
     ]
-    assert matches, f"{module} is in no layer: add its package to LAYERS"
-    return max(matches)[1]
+    return max(matches)[1] if matches else None
+
+
+def _layer(module: str) -> int:
+    layer = _placed(module)
+    assert layer is not None, f"{module} is in no layer: add its package to LAYERS"
+    return layer
 
 
 def _module_name(path: Path) -> str:
@@ -71,6 +81,88 @@ def _imports(path: Path, module: str) -> list[tuple[int, str]]:
                 base = ".".join([*anchor, *([base] if base else [])])
             found.append((node.lineno, base))
     return [(line, name) for line, name in found if name.split(".")[0] == "scriptbuilder"]
+
+
+def _modules(package: Path) -> dict[str, Path]:
+    """The modules of ``package`` (files in folders that are no package, as the pytest
+    plugin in ``data/``, are data)."""
+    return {
+        _module_name(path): path
+        for path in sorted(package.rglob("*.py"))
+        if all(
+            (folder / "__init__.py").is_file()
+            for folder in path.parents[: len(path.relative_to(package).parts)]
+        )
+    }
+
+
+def test_every_package_is_placed_in_a_layer() -> None:
+    """A new package (or module beside the packages) belongs to no layer until
+    :data:`LAYERS` names it."""
+    assert [module for module in _modules(PACKAGE) if _placed(module) is None] == []
+
+
+def test_a_new_package_is_in_no_layer() -> None:
+    assert _placed("scriptbuilder.newpackage.thing") is None
+    assert _placed("scriptbuilder.newmodule") is None
+    assert _placed("scriptbuilder.inputs.tests.marks") == _placed("scriptbuilder.inputs")
+
+
+def _cycles(modules: dict[str, Path]) -> list[list[str]]:
+    """The import cycles among ``modules`` between modules of one package (imports
+    anywhere in a module, ``from package import module`` read as the module)."""
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        package = module.rpartition(".")[0] if path.name != "__init__.py" else module
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, *([base] if base else [])])
+                for alias in node.names:
+                    name = f"{base}.{alias.name}"
+                    names.add(name if name in modules else base)
+        graph[module] = {
+            n for n in names if n in modules and n != module and n.rpartition(".")[0] == package
+        }
+    cycles, seen = [], set()
+
+    def walk(module: str, trail: list[str]) -> None:
+        for imported in sorted(graph[module]):
+            if imported in trail:
+                cycle = trail[trail.index(imported) :]
+                if frozenset(cycle) not in seen:
+                    seen.add(frozenset(cycle))
+                    cycles.append(cycle)
+            elif len(trail) < len(graph):
+                walk(imported, [*trail, imported])
+
+    for module in sorted(graph):
+        walk(module, [module])
+    return cycles
+
+
+def test_no_import_cycle_inside_a_package() -> None:
+    """Modules of one package import each other one way only."""
+    assert _cycles(_modules(PACKAGE)) == []
+
+
+def test_the_cycle_check_sees_a_cycle(tmp_path: Path) -> None:
+    package = tmp_path / "scriptbuilder" / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from scriptbuilder.pkg import b\n")
+    (package / "b.py").write_text("def f():\n    from scriptbuilder.pkg.a import x\n")
+    (package / "c.py").write_text("from . import a\n")
+    modules = {
+        ".".join(p.relative_to(tmp_path).with_suffix("").parts): p
+        for p in sorted(package.glob("*.py"))
+    }
+    assert _cycles(modules) == [["scriptbuilder.pkg.a", "scriptbuilder.pkg.b"]]
 
 
 def test_imports_point_down() -> None:
