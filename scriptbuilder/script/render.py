@@ -49,7 +49,6 @@ RESERVED = frozenset(
      "do", "done", "in", "function", "time", "{", "}", "!", "[[", "]]"]
 )  # fmt: skip
 _INDENT = "  "
-_EXIT_STATUS = Var("?")
 #: Never written raw in any quoting context (see the module docstring), surrogates included.
 _CONTROL = r"\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff"
 #: Special in single quotes: the unicode quotes shellcheck warns about there (SC1112).
@@ -161,7 +160,7 @@ def render_word(word: Word) -> str:
     text = _literal_text(word.parts)
     if text is not None:
         return quote_literal(text)
-    if word.parts == (_EXIT_STATUS,):  # a number, never split
+    if word.parts == (Var("?"),):  # a number, never split
         return "$?"
     return '"' + _expanding_text(word.parts) + '"'
 

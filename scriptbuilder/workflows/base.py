@@ -19,23 +19,27 @@ if TYPE_CHECKING:
 
 LLMAPI_LAUNCH = "trtllm-llmapi-launch"
 COMMAND_VAR = "__sb_command"
-# ``printf -v`` joins the pieces (see command_args), ``set --`` leaves the command
-# no positional parameters of its own, and eval runs the command after the
-# variable holding it is unset, so it sees the shell as it would at a prompt.
-_RUN_USER_COMMAND: tuple[Statement, ...] = (
-    Run(Command.of("printf", "-v", COMMAND_VAR, "%s", Word.of(Var("@")))),
-    Run(Command.of("set", "--")),
-    Run(Command.of("eval", Word.of(f"unset -v {COMMAND_VAR}; ", Var(COMMAND_VAR)))),
-)
 _LAUNCH_WORDS = (LLMAPI_LAUNCH, "bash", "-c")
-_RUN_UNDER_LAUNCHER: tuple[Statement, ...] = (
-    Run(Command.of(*_LAUNCH_WORDS, ScriptText(_RUN_USER_COMMAND), "workload", Var("@"))),
-)
-INSTALL_BODY: tuple[Statement, ...] = (
-    Run(Command.of("set", "-e")),
-    Run(Command.of("pip", "install", "-e", ".")),
-    Run(Command.of("pip", "install", "-r", "requirements-dev.txt")),
-)
+
+
+def _run_user_command() -> tuple[Statement, ...]:
+    """``printf -v`` joins the pieces (see :func:`command_args`), ``set --`` leaves the
+    command no positional parameters of its own, and eval runs the command after the
+    variable holding it is unset, so it sees the shell as it would at a prompt."""
+    return (
+        Run(Command.of("printf", "-v", COMMAND_VAR, "%s", Word.of(Var("@")))),
+        Run(Command.of("set", "--")),
+        Run(Command.of("eval", Word.of(f"unset -v {COMMAND_VAR}; ", Var(COMMAND_VAR)))),
+    )
+
+
+def _install_project() -> tuple[Statement, ...]:
+    """The project installed in the checkout (``set -e``: the first failure stops it)."""
+    return (
+        Run(Command.of("set", "-e")),
+        Run(Command.of("pip", "install", "-e", ".")),
+        Run(Command.of("pip", "install", "-r", "requirements-dev.txt")),
+    )
 
 
 def command_args(command: str) -> tuple[str, ...]:
@@ -63,7 +67,9 @@ def user_command_step(
     launched = bool(first) and first[0].rsplit("/", 1)[-1] == LLMAPI_LAUNCH
     wrap = launcher and shape.ntasks > 1 and not launched
     shown = render_command(Command.of(*_LAUNCH_WORDS, command, "workload")) if wrap else command
-    body = _RUN_UNDER_LAUNCHER if wrap else _RUN_USER_COMMAND
+    body = _run_user_command()
+    if wrap:
+        body = (Run(Command.of(*_LAUNCH_WORDS, ScriptText(body), "workload", Var("@"))),)
     return Step(label, body, shape, command_args(command), clears_mpi_env(shape), shown)
 
 
@@ -96,7 +102,6 @@ class Workflow(ABC):
     mpi_rule: ClassVar[MpiRule]
     success_patterns: ClassVar[tuple[str, ...]] = ("passed",)
     failure_patterns: ClassVar[tuple[str, ...]] = ("FAILED", "ERROR")
-    install_body: ClassVar[tuple[Statement, ...]] = INSTALL_BODY
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -118,6 +123,10 @@ class Workflow(ABC):
     def resolve(cls, ctx: Context, place: Placement) -> Workload:
         """The workflow of ``ctx.request`` and its job size (procedure Step 3)."""
 
+    def install_body(self) -> tuple[Statement, ...]:
+        """What the install step runs in the checkout."""
+        return _install_project()
+
     def extra_files(self) -> tuple[tuple[str, str], ...]:
         """(name, text) of the files the job needs in work_dir besides the script."""
         return ()
@@ -135,6 +144,6 @@ class Workflow(ABC):
         """The exports and the steps; first one install task on every node unless
         ``install`` is False (the image already holds the project)."""
         per_node = TaskShape(nodes=shape.nodes, ntasks=shape.nodes, ntasks_per_node=1)
-        install_step = Step("install the project", self.install_body, per_node, in_project=True)
+        install_step = Step("install the project", self.install_body(), per_node, in_project=True)
         steps = (install_step,) if install else ()
         return WorkflowPlan(env=self.env(), steps=(*steps, *self.workload_steps(shape)))

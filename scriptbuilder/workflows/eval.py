@@ -22,8 +22,8 @@ from scriptbuilder.resolution.mpi import MpiRule
 from scriptbuilder.resolution.workloads import Placement
 from scriptbuilder.script.plan import Step, TaskShape
 from scriptbuilder.script.render import quote_literal
-from scriptbuilder.script.tree import Command, If, Run
-from scriptbuilder.workflows.base import INSTALL_BODY, Workflow, Workload, user_command_step
+from scriptbuilder.script.tree import Command, If, Run, Statement
+from scriptbuilder.workflows.base import Workflow, Workload, user_command_step
 
 EVAL_REQUIREMENTS = "examples/trtllm-eval/requirements.txt"
 
@@ -58,13 +58,6 @@ class EvalWorkflow(Workflow):
     command_fields = ("eval_cmd",)
     mpi_rule = MpiRule("always", "eval: always the pmix plugin (trtllm-eval inits MPI)")
     success_patterns = ("accuracy:", "score:")
-    install_body = (
-        *INSTALL_BODY,
-        If(
-            Command.of("[", "-f", EVAL_REQUIREMENTS, "]"),
-            (Run(Command.of("pip", "install", "-r", EVAL_REQUIREMENTS)),),
-        ),
-    )
 
     eval_cmd: str
 
@@ -93,6 +86,12 @@ class EvalWorkflow(Workflow):
             cmd = _rewrite_model(ctx, cmd, model, place.mounts)
         shape = workloads.workload_shape(ctx, place, cls.mpi_rule, 1, world)
         return Workload(cls(cmd), name, world, 1, shape)
+
+    def install_body(self) -> tuple[Statement, ...]:
+        """The project, then trtllm-eval's own requirements when the checkout has them."""
+        requirements = Run(Command.of("pip", "install", "-r", EVAL_REQUIREMENTS))
+        present = Command.of("[", "-f", EVAL_REQUIREMENTS, "]")
+        return (*super().install_body(), If(present, (requirements,)))
 
     def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:
         return (user_command_step("run the evaluation", self.eval_cmd, shape, launcher=True),)
