@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from scriptbuilder.scenarios.registry import SCENARIOS as SCENARIO_REGISTRY
 from tests.build_env import PYTEST_CMD, BuildEnv
 
 FIXTURES = Path(__file__).resolve().parent / "data" / "orchestrator"
-SCENARIOS = ("local_slurm", "remote_slurm", "local_docker")
+SCENARIOS = tuple(SCENARIO_REGISTRY)
 #: The workload per workflow, with the counts the orchestrator computed for it.
 WORKLOADS: dict[str, dict[str, Any]] = {
     "pytest": {"test_cmd": PYTEST_CMD, "devices": 4},

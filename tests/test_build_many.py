@@ -12,6 +12,7 @@ import pytest
 
 import scriptbuilder
 from scriptbuilder.api import BuildResult
+from scriptbuilder.workflows.registry import WORKFLOWS
 from tests.build_env import FIXED_CLOCK, BuildEnv
 from tests.test_build_stops import run_cli, snapshot_tree
 
@@ -32,7 +33,7 @@ def own_work_dir(build_env: BuildEnv, name: str, workflow: str = "pytest") -> di
 
 
 def test_build_many_is_build_for_each_request(build_env: BuildEnv) -> None:
-    requests = [build_env.request(kind) for kind in ("pytest", "custom", "bench", "eval")]
+    requests = [build_env.request(kind) for kind in WORKFLOWS]
     before = snapshot_tree(build_env.root)
     results = scriptbuilder.build_many(requests, **OPTIONS)
     assert snapshot_tree(build_env.root) == before  # nothing written

@@ -12,6 +12,7 @@ import pytest
 from scriptbuilder.api import BuiltJob
 from scriptbuilder.errors import BuildError
 from scriptbuilder.script.render import quote_literal
+from scriptbuilder.workflows.registry import WORKFLOWS
 from tests.build_env import SLURM_ENV, BuildEnv
 
 PROPS = "jenkins/current_image_tags.properties"
@@ -467,7 +468,7 @@ def test_docker_fields(build_env: BuildEnv) -> None:
     assert "script_path" not in data and "slurm_params" not in data
 
 
-@pytest.mark.parametrize("workflow", ["pytest", "eval", "bench", "custom"])
+@pytest.mark.parametrize("workflow", list(WORKFLOWS))
 def test_job_spec_validates_against_published_schema(build_env: BuildEnv, workflow: str) -> None:
     import jsonschema
 

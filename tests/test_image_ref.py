@@ -12,6 +12,7 @@ import pytest
 
 from scriptbuilder.inputs.image_ref import ImageRef, docker_form, enroot_form, parse_image
 from scriptbuilder.script.render import quote_literal
+from scriptbuilder.workflows.registry import WORKFLOWS
 from tests.build_env import REAL_FILES, BuildEnv
 from tests.script_runner import run_compat
 from tests.test_build_stops import run_cli
@@ -73,7 +74,7 @@ def spec(job: object) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("scenario", ["local_slurm", "remote_slurm"])
-@pytest.mark.parametrize("workflow", ["pytest", "eval", "bench", "custom"])
+@pytest.mark.parametrize("workflow", list(WORKFLOWS))
 def test_slurm_script_uses_enroot_form(build_env: BuildEnv, scenario: str, workflow: str) -> None:
     (build_env.repo / "jenkins" / "current_image_tags.properties").write_text(
         (REAL_FILES / "current_image_tags.properties").read_text()

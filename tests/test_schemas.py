@@ -13,6 +13,8 @@ from scriptbuilder.errors import BuildError
 from scriptbuilder.models.messages import validated
 from scriptbuilder.models.request import BuildRequest
 from scriptbuilder.models.slurm_env import SlurmEnv
+from scriptbuilder.scenarios.registry import SCENARIOS
+from scriptbuilder.workflows.registry import WORKFLOWS
 from tests.build_env import SLURM_ENV, BuildEnv
 from tests.test_build_stops import run_cli
 
@@ -109,8 +111,8 @@ def test_slurm_env_union_refusal_is_one_problem() -> None:
     )
 
 
-@pytest.mark.parametrize("scenario", ["local_slurm", "remote_slurm", "local_docker"])
-@pytest.mark.parametrize("workflow", ["pytest", "eval", "bench", "custom"])
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+@pytest.mark.parametrize("workflow", list(WORKFLOWS))
 def test_job_spec_documents_are_valid_job_specs(
     build_env: BuildEnv, workflow: str, scenario: str
 ) -> None:
