@@ -13,7 +13,6 @@ from scriptbuilder.resolution.slurm_params import SlurmTarget
 from scriptbuilder.resolution.workloads import Placement
 from scriptbuilder.scenarios.base import Scenario
 from scriptbuilder.workflows.base import Workload
-from scriptbuilder.workflows.eval import EvalWorkflow
 from scriptbuilder.workflows.perf_sanity import PerfSanityJob
 from scriptbuilder.workflows.registry import WORKFLOWS
 
@@ -55,20 +54,10 @@ def choose_route(ctx: Context, scenario: Scenario, image: str, mounts: Mounts) -
         job = PerfSanityJob.resolve(ctx, place, scenario.submit_login)
         return SubmitRoute(scenario, place, target, job)
     workflow = WORKFLOWS[req.workflow_type]
-    wide = EvalWorkflow.wider_than_a_node(ctx, place) if workflow is EvalWorkflow else None
-    if wide is None:
+    overflow = workflow.overflow(ctx, place)
+    if overflow is None:
         return ScriptRoute(scenario, place, workflow.resolve(ctx, place))
-    world, gpn = wide
-    refusal = (
-        f"eval_cmd: world size {world} exceeds the {gpn} GPUs "
-        "of this machine, and a wider eval runs as an accuracy benchmark through "
-        "submit.py, which needs Slurm; use execution_scenario local_slurm or "
-        f"remote_slurm, or lower --tp_size x --pp_size to at most {gpn}"
-    )
-    target = scenario.submit_target(place, refusal)
-    ctx.trace.warn(
-        f"eval world size {world} exceeds gpus_per_node {gpn}: "
-        "running it as an accuracy benchmark through submit.py"
-    )
-    job = PerfSanityJob.resolve(ctx, place, scenario.submit_login, EvalWorkflow.sized(ctx)[3])
+    target = scenario.submit_target(place, overflow.refusal)
+    ctx.trace.warn(overflow.warning)
+    job = PerfSanityJob.resolve(ctx, place, scenario.submit_login, overflow.model_name())
     return SubmitRoute(scenario, place, target, job)

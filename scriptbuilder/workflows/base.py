@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -84,6 +85,17 @@ class Workload:
     devices_source: str | None = None  # pytest: the deciding evidence
 
 
+@dataclass(frozen=True)
+class Overflow:
+    """A workload one node cannot hold, run as a benchmark through submit.py instead:
+    the message where submit.py cannot run, the warning where it does, and the
+    model (asked only then)."""
+
+    refusal: str
+    warning: str
+    model_name: Callable[[], str]
+
+
 #: The rules every workflow class states (a class lacking one fails when it is defined).
 RULES = ("kind", "job_suffix", "command_fields", "mpi_rule")
 
@@ -122,6 +134,12 @@ class Workflow(ABC):
     @abstractmethod
     def resolve(cls, ctx: Context, place: Placement) -> Workload:
         """The workflow of ``ctx.request`` and its job size (procedure Step 3)."""
+
+    @classmethod
+    def overflow(cls, ctx: Context, place: Placement) -> Overflow | None:
+        """Whether the request's workload runs through submit.py instead of a script
+        (None: it runs as a script, or :meth:`resolve` refuses it)."""
+        return None
 
     def install_body(self) -> tuple[Statement, ...]:
         """What the install step runs in the checkout."""

@@ -23,7 +23,7 @@ from scriptbuilder.resolution.workloads import Placement
 from scriptbuilder.script.plan import Step, TaskShape
 from scriptbuilder.script.render import quote_literal
 from scriptbuilder.script.tree import Command, If, Run, Statement
-from scriptbuilder.workflows.base import Workflow, Workload, user_command_step
+from scriptbuilder.workflows.base import Overflow, Workflow, Workload, user_command_step
 
 EVAL_REQUIREMENTS = "examples/trtllm-eval/requirements.txt"
 
@@ -61,12 +61,22 @@ class EvalWorkflow(Workflow):
 
     eval_cmd: str
 
-    @staticmethod
-    def wider_than_a_node(ctx: Context, place: Placement) -> tuple[int, int] | None:
-        """World size and GPUs per node, when the world does not fit on one node."""
+    @classmethod
+    def overflow(cls, ctx: Context, place: Placement) -> Overflow | None:
+        """A world wider than one node runs as an accuracy benchmark through submit.py."""
         args = _args(ctx)[1]
         world, gpn = args.tp_size * args.pp_size, args.gpus_per_node or place.gpus_per_node
-        return (world, gpn) if gpn is not None and world > gpn else None
+        if gpn is None or world <= gpn:
+            return None
+        return Overflow(
+            refusal=f"eval_cmd: world size {world} exceeds the {gpn} GPUs "
+            "of this machine, and a wider eval runs as an accuracy benchmark through "
+            "submit.py, which needs Slurm; use execution_scenario local_slurm or "
+            f"remote_slurm, or lower --tp_size x --pp_size to at most {gpn}",
+            warning=f"eval world size {world} exceeds gpus_per_node {gpn}: "
+            "running it as an accuracy benchmark through submit.py",
+            model_name=lambda: cls.sized(ctx)[3],
+        )
 
     @staticmethod
     def sized(ctx: Context) -> tuple[str, EvalArgs, int, str]:
