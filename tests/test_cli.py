@@ -136,7 +136,16 @@ def test_console_scripts_and_module_entry_points(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0
     listed = [line.split()[0] for line in proc.stdout.split("Commands:")[1].splitlines() if line]
-    assert listed == ["build", "cancel", "release", "schema", "status", "submit", "watch"]
+    assert listed == [
+        "build",
+        "cancel",
+        "release",
+        "results",
+        "schema",
+        "status",
+        "submit",
+        "watch",
+    ]
 
 
 def test_the_lifecycle_commands_are_the_ones_listed() -> None:

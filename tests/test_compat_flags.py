@@ -329,7 +329,8 @@ def test_every_subcommand_takes_the_common_flags_in_one_order() -> None:
     for name, command in cli.commands.items():
         flags = [opt for param in command.params for opt in param.opts]
         assert flags[: len(expected)] == expected, name
-        assert len(flags) == len(expected) + (4 if name == "custom" else 1)
+        own = {"custom": 4, "pytest": 2}.get(name, 1)  # pytest: --test-cmd, --record-tests
+        assert len(flags) == len(expected) + own
 
 
 def refused(message: str) -> tuple[str, str]:
@@ -406,3 +407,20 @@ def test_values_slurm_would_misuse_are_refused(
     assert text in line
     assert os.listdir(out.parent) == []
     assert not (tmp_path / "logs").exists()
+
+
+def test_record_tests_is_opt_in(tmp_path: Path) -> None:
+    """``--record-tests`` ships the recording plugin into the log folder, mounts it and
+    loads it in the test step; without it the script records nothing."""
+    plain = run_compat(base("pytest", tmp_path))
+    assert "SB_TEST_RECORDS" not in plain.stdout
+    assert not (tmp_path / "logs" / "sb_test_records.py").exists()
+    result = run_compat([*base("pytest", tmp_path), "--record-tests"])
+    assert result.exit_code == 0
+    logs = tmp_path / "logs"
+    assert (logs / "sb_test_records.py").is_file()
+    assert f'SB_TEST_RECORDS="{logs}/llama_auto_test_${{SLURM_JOB_ID}}.tests.jsonl"' in (
+        result.stdout
+    )
+    assert f"--container-mounts=/a:/a,{logs}:{logs}" in result.stdout
+    assert "-p sb_test_records${PYTEST_ADDOPTS:+ ${PYTEST_ADDOPTS}}" in result.stdout

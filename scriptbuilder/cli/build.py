@@ -44,7 +44,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "job-spec": JobSpec, "build-result": BuildOutcome, "campaign": CampaignFile,
 }  # fmt: skip
 #: The commands of the job's life after the build (:mod:`scriptbuilder.cli.lifecycle`).
-LIFECYCLE_COMMANDS = ("submit", "status", "watch", "cancel", "release")
+LIFECYCLE_COMMANDS = ("submit", "status", "watch", "cancel", "release", "results")
 
 
 class Commands(Group):

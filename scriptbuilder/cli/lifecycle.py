@@ -5,7 +5,8 @@ line (``--json``: the verdict JSON) and ``watch`` the verdict JSON on standard
 output, both exiting with the verdict's code (see
 :data:`scriptbuilder.lifecycle.verdict.EXIT_CODES`; 10 while not finished, 2
 for bad input). ``watch`` shows its progress on standard error: one live line
-on a terminal, else one line per change of state.
+on a terminal, else one line per change of state. ``results`` lists a pytest
+job's tests (a table, ``--json``, ``--junit FILE``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from scriptbuilder.cli.group import fail, write_out
 from scriptbuilder.lifecycle import allocation
 from scriptbuilder.lifecycle.durations import parse_duration
 from scriptbuilder.lifecycle.errors import LifecycleError
+from scriptbuilder.lifecycle.junit import junit_xml
+from scriptbuilder.lifecycle.outcomes import TestRecords, TestResult
 from scriptbuilder.lifecycle.record import Replaced, load_build
 from scriptbuilder.lifecycle.run import Status, open_run, submit
 from scriptbuilder.lifecycle.ssh import SshTransport
@@ -97,9 +100,14 @@ def _clock(seconds: float | None) -> str:
     return f"{total // 3600}:{total // 60 % 60:02d}:{total % 60:02d}"
 
 
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {name}" for name, n in counts.items() if n) or "no tests yet"
+
+
 def status_line(run_id: str, status: Status) -> str:
-    """``job ID STATE H:MM:SS`` and the queue reason while pending, the last log
-    line while running."""
+    """``job ID STATE H:MM:SS`` and the queue reason while pending; while running,
+    the tests' counts so far and the running test when the job records its tests,
+    else the last log line."""
     job = status.job
     line = f"job {run_id} {job.state}"
     if job.state == "PENDING":
@@ -107,7 +115,11 @@ def status_line(run_id: str, status: Status) -> str:
     else:
         line += f" {_clock(job.elapsed)}"
         last = status.logs.last_line()
-        if job.state == "RUNNING" and last:
+        records = status.records
+        if job.state == "RUNNING" and records is not None and records.sessions:
+            running = status.report.get("running")
+            line += f" | {_counts(records.counts())}" + (f" | {running}" if running else "")
+        elif job.state == "RUNNING" and last:
             line += f" | {last}"
     if status.verdict is not None:
         line += f" -> {status.verdict.value}"
@@ -120,6 +132,18 @@ def _columns() -> int:
         return os.get_terminal_size(sys.stderr.fileno()).columns or 80
     except (OSError, ValueError):
         return 80
+
+
+def _warn_under_allocated(report: dict[str, Any]) -> None:
+    ids = report.get("under_allocated") or []
+    if ids:
+        gpus = report.get("gpus")
+        had = f"the job had {gpus} GPU{'s' if gpus != 1 else ''}" if gpus else "too few GPUs"
+        write_out(
+            f"warning: {len(ids)} test(s) skipped for want of GPUs ({had}): "
+            f"{', '.join(ids)}; build with required_devices set to what they need\n",
+            err=True,
+        )
 
 
 def _progress(run_id: str) -> tuple[Callable[[Status], None], Callable[[], None]]:
@@ -147,7 +171,14 @@ def _progress(run_id: str) -> tuple[Callable[[Status], None], Callable[[], None]
 
 def register(group: click.Group) -> None:
     """Add the lifecycle commands to ``scriptbuilder``'s group."""
-    commands = (submit_command, status_command, watch_command, cancel_command, release_command)
+    commands = (
+        submit_command,
+        status_command,
+        watch_command,
+        cancel_command,
+        release_command,
+        results_command,
+    )
     for command in commands:
         group.add_command(command)
 
@@ -184,6 +215,7 @@ def status_command(work_dir: str, as_json: bool, **options: Any) -> int:
     with _errors():
         run = open_run(work_dir, transport=_ssh_transport(work_dir, options))
         status = run.status()
+    _warn_under_allocated(status.report)
     if as_json:
         _json(status.report)
     else:
@@ -215,6 +247,7 @@ def watch_command(
             status = run.wait(timeout, interval, cancel_on_timeout, on_poll)
         finally:
             done()
+    _warn_under_allocated(status.report)
     _json(status.report)
     return status.exit_code
 
@@ -270,3 +303,54 @@ def release_command(work_dir: str) -> None:
         write_out(f"no allocation recorded in {allocation.record_path(repo_root)}\n")
     else:
         write_out(f"released allocation {job_id}\n")
+
+
+# ----- results: the tests of a pytest job ------------------------------------------------------
+
+
+def _table(tests: list[TestResult]) -> str:
+    """One line per test: outcome, duration, id, message (failures first)."""
+    lines = []
+    for test in tests:
+        took = "-" if test.duration_seconds is None else f"{test.duration_seconds:.2f}s"
+        row = f"{test.outcome:<10} {took:>9}  {test.id}"
+        lines.append(f"{row}  {test.message}" if test.message else row)
+    return "".join(line + "\n" for line in lines)
+
+
+@click.command("results")
+@WORK_DIR
+@click.option("--json", "as_json", is_flag=True, help="Print the tests as JSON objects.")
+@click.option(
+    "--junit",
+    "junit_file",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Also write a JUnit XML report to FILE.",
+)
+@ssh_options
+def results_command(work_dir: str, as_json: bool, junit_file: str | None, **options: Any) -> None:
+    """The tests of the pytest run of WORK_DIR as the job recorded them (a test the job
+    ended in is unfinished): a table, failures first."""
+    with _errors():
+        run = open_run(work_dir, transport=_ssh_transport(work_dir, options))
+        if run.build.spec.get("test_records") is None:
+            raise LifecycleError(
+                f"the build in {work_dir} records no tests (only pytest jobs do): "
+                "use status or watch for its verdict"
+            )
+        status = run.status()
+        listed = [TestResult(**test) for test in status.report.get("tests") or []]
+        tests = TestRecords(listed).failures_first()
+        if junit_file is not None:
+            try:
+                LocalTransport().write_file(junit_file, junit_xml(tests), 0o644)
+            except OSError as exc:
+                raise LifecycleError(
+                    f"--junit {junit_file}: {exc.strerror}; pass a writable path"
+                ) from None
+    _warn_under_allocated(status.report)
+    if as_json:
+        write_out(json.dumps([t.as_dict() for t in tests], ensure_ascii=False) + "\n")
+    else:
+        write_out(_table(tests))

@@ -112,13 +112,16 @@ def _masked(text: str, secrets: Sequence[str]) -> str:
 
 
 class _Reader:
-    """Folds records into one result per test id (the dict keeps first appearance)."""
+    """Folds records into one result per test id (the dict keeps first appearance);
+    with ``since`` (seconds since the epoch), the records of pytest sessions started
+    before it (an earlier run writing the same file) are left out."""
 
-    def __init__(self, secrets: Sequence[str]) -> None:
-        self.secrets = secrets
+    def __init__(self, secrets: Sequence[str], since: float | None = None) -> None:
+        self.secrets, self.since = secrets, since
         self.tests: dict[str, TestResult] = {}
         self.sessions = 0
         self.last_started: str | None = None
+        self.taken = since is None
 
     def add(self, line: bytes) -> None:
         try:
@@ -129,8 +132,12 @@ class _Reader:
             return
         event, test_id = record.get("event"), record.get("id")
         if event == "session":
-            self.sessions += 1
-        if not isinstance(test_id, str):
+            started = record.get("time")
+            self.taken = self.since is None or (
+                isinstance(started, (int, float)) and started >= self.since
+            )
+            self.sessions += self.taken
+        if not isinstance(test_id, str) or not self.taken:
             return
         if event == "start":
             self.tests[test_id] = TestResult(test_id, "running")
@@ -157,10 +164,11 @@ def parse_records(data: bytes, secrets: Sequence[str] = ()) -> TestRecords:
 
 
 def read_records(
-    transport: Transport, path: str, secrets: Sequence[str] = ()
+    transport: Transport, path: str, secrets: Sequence[str] = (), since: float | None = None
 ) -> TestRecords | None:
-    """The records in ``path`` (None when the job wrote none), read in bounded pieces."""
-    reader = _Reader(secrets)
+    """The records in ``path`` (None when the job wrote none), read in bounded pieces;
+    ``since``: see :class:`_Reader`."""
+    reader = _Reader(secrets, since)
     offset, rest = 0, b""
     while offset < MAX_BYTES:
         piece = transport.read_range(path, offset, PIECE_BYTES)

@@ -28,6 +28,7 @@ from scriptbuilder.lifecycle.backends import BACKENDS, Backend, kind_of
 from scriptbuilder.lifecycle.durations import parse_duration
 from scriptbuilder.lifecycle.errors import LifecycleError
 from scriptbuilder.lifecycle.logs import LogView, read_logs, secret_values
+from scriptbuilder.lifecycle.outcomes import TestRecords, read_records, records_path
 from scriptbuilder.lifecycle.record import (
     RUN_FILE,
     Build,
@@ -61,6 +62,7 @@ class Status:
     logs: LogView
     verdict: Verdict | None
     report: dict[str, Any]
+    records: TestRecords | None = None
 
     @property
     def exit_code(self) -> int:
@@ -108,15 +110,28 @@ class Run:
         self._refresh()  # after the state: a cancel is recorded before it takes effect
         record = self.record
         logs = read_logs(self.transport, record.stdout_path, record.stderr_path, self.secrets)
-        verdict = decide(job, logs, self.build.spec, record.ended_by) if job.finished else None
+        records = self.records(job.finished)
+        spec, ended_by = self.build.spec, record.ended_by
+        verdict = decide(job, logs, spec, ended_by, records) if job.finished else None
         if record.ended_by == "monitor_timeout" and job.finished:
             verdict = Verdict.MONITOR_TIMEOUT
-        spec = self.build.spec
-        status = Status(job, logs, verdict, report(verdict, self.job_id, job, logs, spec))
+        data = report(verdict, self.job_id, job, logs, spec, records)
+        status = Status(job, logs, verdict, data, records)
         if verdict is not None:
             with contextlib.suppress(OSError):  # a read-only work_dir: looked at again later
                 self.record = update(self.build, self.record, report=status.report)
         return status
+
+    def records(self, ended: bool) -> TestRecords | None:
+        """The tests the job recorded (None when it recorded none); a test it is still
+        in is ``unfinished`` once it has ``ended``. A file a persistent or docker run
+        shares with the runs before it is read from this run's submit on."""
+        path = records_path(self.build.spec, self.job_id)
+        if path is None:
+            return None
+        since = None if self.record.kind == "sbatch" else self.record.submitted_at.timestamp()
+        found = read_records(self.transport, path, self.secrets, since)
+        return found.ended() if found is not None and ended else found
 
     def _refresh(self) -> None:
         """Take ``ended_by`` and ``report`` from run.json: another process's count."""
@@ -177,11 +192,13 @@ class Run:
                 if cancel_on_timeout:
                     self._stop("monitor_timeout")
                 verdict = Verdict.MONITOR_TIMEOUT
+                job, logs, records = status.job, status.logs, status.records
                 return Status(
-                    status.job,
-                    status.logs,
+                    job,
+                    logs,
                     verdict,
-                    report(verdict, self.job_id, status.job, status.logs, self.build.spec),
+                    report(verdict, self.job_id, job, logs, self.build.spec, records),
+                    records,
                 )
             time.sleep(max(0.0, min(every, deadline - time.monotonic())))
 
@@ -264,14 +281,15 @@ def submit(
             transport = _remote_transport(build.spec)
         transport = transport or LocalTransport()
         kind = kind_of(build)
-        fields = BACKENDS[kind].start(build, transport, after, clock())
+        submitted_at = clock()  # before the start: the job's records come after it
+        fields = BACKENDS[kind].start(build, transport, after, submitted_at)
         record = RunRecord(
             kind=kind,
             scenario=build.scenario,
             workflow=str(build.spec.get("workflow_type", "")),
             host=transport.describe(),
             transport=_transport_settings(transport),
-            submitted_at=clock(),
+            submitted_at=submitted_at,
             scriptbuilder_version=__version__,
             job_spec_sha256=build.spec_sha256,
             script_sha256=build.script_sha256,

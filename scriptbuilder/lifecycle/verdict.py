@@ -2,7 +2,9 @@
 
 Decided from the scheduler state and the exit code first; the logs come second
 and only tell apart what a failure was (a time-limit line, a hang, a pytest run
-that ran nothing): no log line turns a non-zero exit into a pass.
+that ran nothing): no log line turns a non-zero exit into a pass. A pytest job's
+own records of its tests (:mod:`scriptbuilder.lifecycle.outcomes`), when it wrote
+any, say whether tests ran, and the verdict JSON lists them.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from enum import Enum
 from typing import Any
 
 from scriptbuilder.lifecycle.logs import LogView, matched, pytest_summary
+from scriptbuilder.lifecycle.outcomes import TestRecords, verdict_fields
 from scriptbuilder.lifecycle.slurm import JobState
 
 
@@ -48,8 +51,15 @@ PYTEST_NO_TESTS = 5  # pytest's exit code when nothing was collected
 _NODE = {"NODE_FAIL", "BOOT_FAIL", "PREEMPTED"}
 
 
-def decide(job: JobState, logs: LogView, spec: dict[str, Any], ended_by: str | None) -> Verdict:
-    """The verdict of a finished job (``ended_by``: what watch did to it, if anything)."""
+def decide(
+    job: JobState,
+    logs: LogView,
+    spec: dict[str, Any],
+    ended_by: str | None,
+    records: TestRecords | None = None,
+) -> Verdict:
+    """The verdict of a finished job (``ended_by``: what watch did to it, if anything;
+    ``records``: its tests, when it recorded them)."""
     failed = job.state != "COMPLETED" or job.exit_code != 0
     if ended_by == "node_failure" or job.state in _NODE:
         return Verdict.NODE_FAILURE
@@ -67,6 +77,8 @@ def decide(job: JobState, logs: LogView, spec: dict[str, Any], ended_by: str | N
         if job.exit_code == PYTEST_NO_TESTS and spec.get("workflow_type") == "pytest":
             return Verdict.NO_TESTS_RAN
         return Verdict.FAILED
+    if records is not None and records.sessions:
+        return Verdict.PASSED if records.ran_tests else Verdict.NO_TESTS_RAN
     counts = pytest_summary(logs.out_tail)
     if counts is not None and not any(counts.get(k) for k in ("passed", "failed", "errors")):
         return Verdict.NO_TESTS_RAN  # "no tests ran", or every selected test skipped
@@ -74,7 +86,12 @@ def decide(job: JobState, logs: LogView, spec: dict[str, Any], ended_by: str | N
 
 
 def report(
-    verdict: Verdict | None, job_id: str, job: JobState, logs: LogView, spec: dict[str, Any]
+    verdict: Verdict | None,
+    job_id: str,
+    job: JobState,
+    logs: LogView,
+    spec: dict[str, Any],
+    records: TestRecords | None = None,
 ) -> dict[str, Any]:
     """The verdict JSON (``verdict`` null while the job is not finished): ``phase``
     (queued, running, ended) beside the scheduler's own ``state``, and
@@ -103,4 +120,5 @@ def report(
         "matched_patterns": patterns,
         "logs": {"out": logs.out_path, "err": logs.err_path},
         "excerpt": logs.excerpt(failed=bad),
+        **verdict_fields(records, spec.get("required_devices")),
     }

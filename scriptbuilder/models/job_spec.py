@@ -81,6 +81,11 @@ class JobSpec(BaseModel):
     extra_files_sha256: dict[str, str] = Field(
         description="sha256 (hex) of each extra_files entry as written, by path."
     )
+    test_records: str | None = Field(
+        None,
+        description="pytest: the file the job writes one JSON line per test start and "
+        "outcome to (%j = job id), read by status, watch and results.",
+    )
     slurm_params: SlurmParams | None = None
     slurm_env: dict[str, Any] | None = Field(None, description="slurm_env.json, verbatim.")
     remote_repo_path: str | None = None

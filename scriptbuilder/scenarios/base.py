@@ -169,6 +169,11 @@ class Scenario(ABC):
     def spec_fields(self, ctx: Context, job: ScriptJob) -> dict[str, Any]:
         """The job_spec.json fields of the script job (besides those every job has)."""
 
+    @abstractmethod
+    def test_records(self, setup: JobSetup) -> str:
+        """Where a recording step's records go (job_spec.json ``test_records``, ``%j``
+        the job id): the job's log folder (:mod:`scriptbuilder.scenarios.recording`)."""
+
     def step_shape(self, shape: TaskShape) -> TaskShape:
         """The task layout the workflow plans its steps for, given the workload's."""
         return shape

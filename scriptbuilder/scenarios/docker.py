@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from scriptbuilder.inputs.command_check import MAX_ARG_BYTES
@@ -13,6 +14,7 @@ from scriptbuilder.resolution.image import chose_arch, chosen_image, image_in_fo
 from scriptbuilder.resolution.mounts import Mounts, local_home
 from scriptbuilder.resolution.secrets import request_secrets, script_custom_env
 from scriptbuilder.resolution.workloads import Placement
+from scriptbuilder.scenarios import recording
 from scriptbuilder.scenarios.base import (
     PRINT_LINE,
     BackendKind,
@@ -39,7 +41,9 @@ def _option(name: str, value: str | None = None) -> tree.SrunOption:
     return tree.SrunOption(name, None if value is None else tree.Word.of(value))
 
 
-def _payload(plan: WorkflowPlan, secrets: tuple[str, ...]) -> tree.Command:
+def _payload(
+    plan: WorkflowPlan, secrets: tuple[str, ...], folder: str, records: str
+) -> tree.Command:
     """``bash -c`` running each step in a subshell of its own, in turn, with the
     step's arguments as its positional parameters, after printing its banner;
     the first failure ends the run (``set -e`` is off inside a step, as at a prompt)."""
@@ -56,7 +60,9 @@ def _payload(plan: WorkflowPlan, secrets: tuple[str, ...]) -> tree.Command:
         body.append(tree.Run(tree.Command.of("printf", PRINT_LINE, ref(banner))))
         refs = tuple(ref(value) for value in step.args)
         own = step.body[:1] == (errexit_on,)  # a step that sets -e itself (the install)
-        body.append(tree.Subshell(step.body if own else (errexit_off, *step.body), refs or None))
+        lead = recording.exports(step, folder, tree.Word.literal(records))
+        steps = (*lead, *step.body)
+        body.append(tree.Subshell(steps if own else (errexit_off, *steps), refs or None))
     return tree.Command.of("bash", "-c", tree.ScriptText(tuple(body)), "job", *args)
 
 
@@ -129,6 +135,7 @@ class Docker(Scenario):
             header=self.header(workload.workflow.kind),
             secrets=request_secrets(req),
             passthrough_env=script_custom_env(req)[1],
+            job_dir=place.job_dir,
         )
 
     def script_name(self, setup: JobSetup) -> str:
@@ -142,8 +149,13 @@ class Docker(Scenario):
     def step_shape(self, shape: TaskShape) -> TaskShape:
         return TaskShape()  # one process in the container: no MPI, no per-task steps
 
+    def test_records(self, setup: JobSetup) -> str:
+        return recording.records_pattern(setup.job_dir, setup.container.name, False)
+
     def assemble(self, setup: JobSetup, plan: WorkflowPlan) -> tree.ShellScript:
         c = setup.container
+        if any(step.records for step in plan.steps):
+            c = replace(c, mounts=recording.with_folder(c.mounts, setup.job_dir))
         options = [
             _option("--rm"),
             _option("--network", "host"),
@@ -159,5 +171,6 @@ class Docker(Scenario):
             _option("--name", c.name),
             _option("--workdir", c.workdir),
         ]
-        run = tree.DockerRun(tuple(options), tree.Word.of(c.image), _payload(plan, setup.secrets))
+        payload = _payload(plan, setup.secrets, setup.job_dir, self.test_records(setup))
+        run = tree.DockerRun(tuple(options), tree.Word.of(c.image), payload)
         return tree.ShellScript(body=(*(tree.Comment(line) for line in setup.header), run))

@@ -30,7 +30,7 @@ from scriptbuilder.resolution.slurm_params import (
     resolve_slurm_target,
 )
 from scriptbuilder.resolution.workloads import Placement
-from scriptbuilder.scenarios import time_limit
+from scriptbuilder.scenarios import recording, time_limit
 from scriptbuilder.scenarios.base import (
     PRINT_LINE,
     BackendKind,
@@ -93,7 +93,9 @@ def _option(name: str, value: str) -> tree.SrunOption:
     return tree.SrunOption(name, tree.Word.literal(value))
 
 
-def _srun(step: Step, container: Container) -> tree.Srun:
+def _srun(step: Step, container: Container, lead: tuple[tree.Statement, ...]) -> tree.Srun:
+    """The step's srun; ``lead`` runs first in the step (before the MPI variables are
+    cleared: it may read ``SLURM_JOB_ID``)."""
     shape = step.shape
     workdir = container.project if step.in_project and container.project else container.workdir
     options = (
@@ -108,8 +110,8 @@ def _srun(step: Step, container: Container) -> tree.Srun:
         _option("--container-workdir", workdir),
         _option("--kill-on-bad-exit", "1"),
     )
-    clear = tree.ClearEnv(MPI_ENV_PREFIXES, MPI_ENV_KEEP)
-    script = tree.ScriptText((clear, *step.body) if step.clear_mpi_env else step.body)
+    clear = (tree.ClearEnv(MPI_ENV_PREFIXES, MPI_ENV_KEEP),) if step.clear_mpi_env else ()
+    script = tree.ScriptText((*lead, *clear, *step.body))
     args = [tree.to_word(a) for a in step.args]
     return tree.Srun(
         options, tree.Command.of("bash", "-c", tree.Word((script,)), "step", *args), background=True
@@ -132,9 +134,11 @@ def _finished() -> tree.Run:
     )
 
 
-def _step_block(step: Step, container: Container, banner: str) -> tree.If:
+def _step_block(
+    step: Step, container: Container, banner: str, lead: tuple[tree.Statement, ...]
+) -> tree.If:
     """Runs when every step before succeeded: names the step, prints its banner,
-    runs it, waits for it, keeps its exit code and forgets its pid."""
+    runs it (``lead`` first), waits for it, keeps its exit code and forgets its pid."""
     status = tree.Word.of(tree.Var(STATUS))
     return tree.If(
         tree.Command.of("[", status, "-eq", "0", "]"),
@@ -142,7 +146,7 @@ def _step_block(step: Step, container: Container, banner: str) -> tree.If:
             tree.Comment(step.label),
             tree.Assign(time_limit.STEP, tree.Word.literal(step.label)),
             tree.Run(tree.Command.of("printf", PRINT_LINE, banner)),
-            _srun(step, container),
+            _srun(step, container, lead),
             tree.Assign(time_limit.STEP_PID, tree.Word.of(tree.Var("!"))),
             tree.Run(tree.Command.of("wait", tree.Word.of(tree.Var(time_limit.STEP_PID)))),
             tree.Assign(STATUS, tree.Word.of(tree.Var("?"))),
@@ -301,10 +305,21 @@ class SlurmScenario(Scenario):
             slurm_params=slurm_params(target, shape, target.gpus_per_node, alloc.gres),
         )
 
+    def test_records(self, setup: JobSetup) -> str:
+        alloc = setup.allocation
+        if alloc is None:
+            raise ValueError("a Slurm job needs an allocation")
+        return recording.records_pattern(alloc.log_dir, alloc.log_name or alloc.job_name, True)
+
     def assemble(self, setup: JobSetup, plan: WorkflowPlan) -> tree.SbatchScript:
         alloc = setup.allocation
         if alloc is None:
             raise ValueError("a Slurm job needs an allocation")
+        container, folder = setup.container, alloc.log_dir
+        head, _, tail = self.test_records(setup).partition("%j")
+        records = tree.Word.of(head, tree.Var("SLURM_JOB_ID"), tail)
+        if any(step.records for step in plan.steps):
+            container = replace(container, mounts=recording.with_folder(container.mounts, folder))
         wanted = setup.timeout_warning or time_limit.DEFAULT_WARNING_SECONDS
         warning = time_limit.warning_seconds(alloc.time_limit, wanted)
         blank, finished = tree.Blank(), _finished()
@@ -316,7 +331,8 @@ class SlurmScenario(Scenario):
         body += [blank, _started(), tree.Assign(STATUS, tree.Word.literal("0"))]
         for step in plan.steps:
             banner = step_banner(step, setup.secrets)
-            body += [blank, _step_block(step, setup.container, banner)]
+            lead = recording.exports(step, folder, records)
+            body += [blank, _step_block(step, container, banner, lead)]
         body.append(blank)
         if warning is not None:
             body += time_limit.teardown()

@@ -29,6 +29,7 @@ class Step:
     clear_mpi_env: bool = False
     command: str | None = None
     in_project: bool = False  # runs in the checkout (Container.project), as the install does
+    records: bool = False  # runs pytest, whose tests are recorded (scenarios.recording)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +76,9 @@ class JobSetup:
     secrets: tuple[str, ...] = ()
     passthrough_env: tuple[str, ...] = ()
     timeout_warning: int | None = None
+    #: The job's folder where no allocation names one (docker: work_dir): its log, and
+    #: a recording step's plugin and records.
+    job_dir: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -109,6 +109,10 @@ def _dq_escape(text: str) -> str:
 
 
 def _render_var(var: Var) -> str:
+    if var.joiner is not None:
+        if _DQ_SPECIAL.search(var.joiner):
+            raise ValueError(f"a variable joiner must be plain text: {var.joiner!r}")
+        return "${" + var.name + ":+" + _dq_escape(var.joiner) + "${" + var.name + "}}"
     if var.default is None:
         short = len(var.name) == 1 and not var.name.isalpha()
         return "$" + var.name if short else "${" + var.name + "}"

@@ -34,14 +34,19 @@ class Lit:
 
 @dataclass(frozen=True, slots=True)
 class Var:
-    """A variable expanded at run time: ``${name}``, or ``${name:-default}``."""
+    """A variable expanded at run time: ``${name}``, ``${name:-default}``, or with
+    ``joiner`` ``${name:+<joiner>${name}}`` (nothing when unset or empty: a list
+    variable such as ``PYTHONPATH`` extended without an empty entry)."""
 
     name: str
     default: str | None = None
+    joiner: str | None = None
 
     def __post_init__(self) -> None:
         if not (self.name.isdigit() or self.name in _SPECIAL_PARAMS):
             _check(self.name)
+        if self.default is not None and self.joiner is not None:
+            raise ValueError(f"${self.name}: a default or a joiner, not both")
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import KW_ONLY, dataclass, replace
+from pathlib import Path
 
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.tests import InspectResult, inspect_tests
@@ -15,6 +16,11 @@ from scriptbuilder.script.plan import Step, TaskShape
 from scriptbuilder.script.render import render_inline
 from scriptbuilder.script.tree import Command, Export, Run, Statement, Word
 from scriptbuilder.workflows.base import Workflow, Workload, user_command_step
+
+#: The pytest plugin a recording step loads (``-p``), shipped into the job's folder
+#: (:mod:`scriptbuilder.scenarios.recording` says where and how it is loaded).
+PLUGIN_MODULE = "sb_test_records"
+PACKAGED_PLUGIN = Path(__file__).resolve().parent.parent / "data" / f"{PLUGIN_MODULE}.py"
 
 
 def _devices(ctx: Context, found: InspectResult) -> tuple[int, bool, str]:
@@ -38,7 +44,9 @@ def _devices(ctx: Context, found: InspectResult) -> tuple[int, bool, str]:
 class PytestWorkflow(Workflow):
     """``workdir``: where the step runs (``cd`` first) when that is not the
     container's working directory; ``visible_devices``: the ``CUDA_VISIBLE_DEVICES``
-    the step exports when the tests need an exact GPU count nobody else enforces."""
+    the step exports when the tests need an exact GPU count nobody else enforces;
+    ``record_tests``: the step records each test's start and outcome
+    (:mod:`scriptbuilder.scenarios.recording`), shipping the plugin that does it."""
 
     kind = "pytest"
     job_suffix = "auto_test"
@@ -49,6 +57,7 @@ class PytestWorkflow(Workflow):
     _: KW_ONLY
     workdir: str | None = None
     visible_devices: str | None = None
+    record_tests: bool = False
 
     @classmethod
     def resolve(cls, ctx: Context, place: Placement) -> Workload:
@@ -103,11 +112,17 @@ class PytestWorkflow(Workflow):
         name = workloads.model_name(ctx, None, "")
         trace.chose("nodes/ntasks", "1/1", "pytest: single node, one task")
         shape = workloads.workload_shape(ctx, place, cls.mpi_rule, 1, 1)
-        workflow = cls(test_cmd, workdir=workdir, visible_devices=visible)
+        workflow = cls(test_cmd, workdir=workdir, visible_devices=visible, record_tests=True)
         return Workload(workflow, name, devices, 1, shape, exact, source)
+
+    def extra_files(self) -> tuple[tuple[str, str], ...]:
+        if not self.record_tests:
+            return ()
+        return ((f"{PLUGIN_MODULE}.py", PACKAGED_PLUGIN.read_text(encoding="utf-8")),)
 
     def workload_steps(self, shape: TaskShape) -> tuple[Step, ...]:
         step = user_command_step("run the tests", self.test_cmd, shape)
+        step = replace(step, records=self.record_tests)
         before: list[Statement] = []
         if self.visible_devices is not None:
             before.append(Export("CUDA_VISIBLE_DEVICES", Word.of(self.visible_devices)))

@@ -14,7 +14,8 @@ docker run \
   --volume=/home/alice:/home/alice \
   --volume=<REPO>:<REPO> \
   --volume=/data/models:/models \
+  --volume=<TMP>/work:<TMP>/work \
   --name=qwen3_30b_auto_test \
   --workdir=<REPO> \
   urm.nvidia.com/sw-tensorrt-docker/tensorrt-llm-staging/tritondevel:x86_64-tritondevel-torch_skip-cca75fa-github-pr-9225-1249 \
-  bash -c 'set -e; printf '\''%s\n'\'' "$1"; (set -- "$2"; set +e; cd <REPO>/tests/integration/defs; printf -v __sb_command %s "$@"; set --; eval "unset -v __sb_command; ${__sb_command}")' job '==> run the tests: cd <REPO>/tests/integration/defs; pytest -v '\''accuracy/test_llm_api_pytorch.py::TestQwen3_30B_A3B::test_auto_dtype[tp4-attn_backend=TRTLLM]'\''' 'pytest -v '\''accuracy/test_llm_api_pytorch.py::TestQwen3_30B_A3B::test_auto_dtype[tp4-attn_backend=TRTLLM]'\'''
+  bash -c 'set -e; printf '\''%s\n'\'' "$1"; (set -- "$2"; set +e; export SB_TEST_RECORDS=<TMP>/work/qwen3_30b_auto_test.tests.jsonl; export PYTHONPATH="<TMP>/work${PYTHONPATH:+:${PYTHONPATH}}"; export PYTEST_ADDOPTS="-p sb_test_records${PYTEST_ADDOPTS:+ ${PYTEST_ADDOPTS}}"; cd <REPO>/tests/integration/defs; printf -v __sb_command %s "$@"; set --; eval "unset -v __sb_command; ${__sb_command}")' job '==> run the tests: cd <REPO>/tests/integration/defs; pytest -v '\''accuracy/test_llm_api_pytorch.py::TestQwen3_30B_A3B::test_auto_dtype[tp4-attn_backend=TRTLLM]'\''' 'pytest -v '\''accuracy/test_llm_api_pytorch.py::TestQwen3_30B_A3B::test_auto_dtype[tp4-attn_backend=TRTLLM]'\'''

@@ -57,10 +57,10 @@ if [ "${rc}" -eq 0 ]; then
     --ntasks-per-node=1 \
     '--container-image=urm.nvidia.com#sw-tensorrt-docker/tensorrt-llm-staging/tritondevel:x86_64-tritondevel-torch_skip-cca75fa-github-pr-9225-1249' \
     --container-name=qwen3_30b_auto_test \
-    --container-mounts=/home/alice:/home/alice,<REPO>:<REPO>,/data/models:/models \
+    --container-mounts=/home/alice:/home/alice,<REPO>:<REPO>,/data/models:/models,<TMP>/work:<TMP>/work \
     --container-workdir=<REPO> \
     --kill-on-bad-exit=1 \
-    bash -c 'for __sb_name in $(compgen -e); do case "${__sb_name}" in SLURM_PROCID|SLURM_LOCALID) ;; OMPI_*|ORTE_*|OPAL_*|PMI*|MPI_*|SLURM_*) unset "${__sb_name}" ;; esac; done; unset -v __sb_name; cd <REPO>/tests/integration/defs; printf -v __sb_command %s "$@"; set --; eval "unset -v __sb_command; ${__sb_command}"' step 'pytest -v '\''accuracy/test_llm_api_pytorch.py::TestQwen3_30B_A3B::test_auto_dtype[tp4-attn_backend=TRTLLM]'\''' &
+    bash -c 'export SB_TEST_RECORDS="<TMP>/work/qwen3_30b_auto_test_${SLURM_JOB_ID}.tests.jsonl"; export PYTHONPATH="<TMP>/work${PYTHONPATH:+:${PYTHONPATH}}"; export PYTEST_ADDOPTS="-p sb_test_records${PYTEST_ADDOPTS:+ ${PYTEST_ADDOPTS}}"; for __sb_name in $(compgen -e); do case "${__sb_name}" in SLURM_PROCID|SLURM_LOCALID) ;; OMPI_*|ORTE_*|OPAL_*|PMI*|MPI_*|SLURM_*) unset "${__sb_name}" ;; esac; done; unset -v __sb_name; cd <REPO>/tests/integration/defs; printf -v __sb_command %s "$@"; set --; eval "unset -v __sb_command; ${__sb_command}"' step 'pytest -v '\''accuracy/test_llm_api_pytorch.py::TestQwen3_30B_A3B::test_auto_dtype[tp4-attn_backend=TRTLLM]'\''' &
   step_pid="$!"
   wait "${step_pid}"
   rc=$?
