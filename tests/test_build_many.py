@@ -110,6 +110,7 @@ def test_many_writes_each_good_request_and_reports_every_line(build_env: BuildEn
     assert first["work_dir"] == good_a["work_dir"]
     assert first["files"] == [
         f"{good_a['work_dir']}/qwen3_30b_auto_test.slurm",
+        f"{good_a['work_dir']}/sb_test_records.py",  # the per-test recording plugin
         f"{good_a['work_dir']}/job_spec.json",
     ]
     for written in first["files"] + last["files"]:

@@ -485,7 +485,8 @@ def test_build_is_pure_until_write(build_env: BuildEnv) -> None:
     job = build_env.build(build_env.request())
     assert sorted(p.name for p in build_env.work_dir.iterdir()) == before
     written = job.write()
-    assert {p.name for p in written} == {"qwen3_30b_auto_test.slurm", "job_spec.json"}
+    names = {p.name for p in written}
+    assert names == {"qwen3_30b_auto_test.slurm", "sb_test_records.py", "job_spec.json"}
     assert (build_env.work_dir / "job_spec.json").read_text() == job.job_spec_json
 
 
