@@ -38,7 +38,7 @@ from scriptbuilder.scenarios.base import SlurmEnvReader
 from scriptbuilder.scenarios.registry import request_scenario
 from scriptbuilder.workflows.registry import check_commands
 
-__all__ = ["BuildResult", "BuiltJob", "OutputFile", "SubmitRun", "build", "build_many"]
+__all__ = ["BuiltJob", "OutputFile", "SubmitRun", "SweepResult", "build", "build_many"]
 __all__ += ["BuiltCampaign", "build_campaign", "load_request", "sweep_readers"]
 
 
@@ -157,7 +157,7 @@ def build_campaign(
 
 
 @dataclass(frozen=True)
-class BuildResult:
+class SweepResult:
     """One request of :func:`build_many`: its job, or the error that refused it."""
 
     index: int  # the request's position in the input, from 0
@@ -188,7 +188,7 @@ def build_many(
     machine: Callable[[], str] | None = None,
     env_info: EnvInfo | None = None,
     clock: Callable[[], datetime] | None = None,
-) -> list[BuildResult]:
+) -> list[SweepResult]:
     """:func:`build` for every request, in order, with this call's :func:`sweep_readers`;
     a refused request's result carries its :class:`BuildError` and the next is still
     built. Writes nothing."""
@@ -197,7 +197,7 @@ def build_many(
     results = []
     for index, request in enumerate(requests):
         try:
-            results.append(BuildResult(index, job=one(request, **readers)))
+            results.append(SweepResult(index, job=one(request, **readers)))
         except BuildError as exc:
-            results.append(BuildResult(index, error=exc))
+            results.append(SweepResult(index, error=exc))
     return results

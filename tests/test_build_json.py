@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from scriptbuilder.models.build_result import BuildOutcome
+from scriptbuilder.models.build_result import BuildResult
 from tests.build_env import BuildEnv
 from tests.test_build_many import own_work_dir, sweep_file
 from tests.test_build_stops import run_cli, snapshot_tree
@@ -28,7 +28,7 @@ def json_result(args: list[str], code: int = 0) -> tuple[dict[str, Any], str]:
     assert got == code, err
     (line,) = out.splitlines()
     result = json.loads(line)
-    dumped = BuildOutcome.model_validate(result).model_dump(mode="json")
+    dumped = BuildResult.model_validate(result).model_dump(mode="json")
     assert {k: v for k, v in dumped.items() if v is not None} == result
     return result, err
 

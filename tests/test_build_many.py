@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import scriptbuilder
-from scriptbuilder.api import BuildResult
+from scriptbuilder.api import SweepResult
 from scriptbuilder.workflows.registry import WORKFLOWS
 from tests.build_env import FIXED_CLOCK, BuildEnv
 from tests.test_build_stops import run_cli, snapshot_tree
@@ -55,7 +55,7 @@ def test_build_many_goes_on_after_a_refused_request(build_env: BuildEnv) -> None
     results = scriptbuilder.build_many(requests, **OPTIONS)
     assert [r.ok for r in results] == [True, False, True]
     bad = results[1]
-    assert isinstance(bad, BuildResult) and bad.job is None and bad.error is not None
+    assert isinstance(bad, SweepResult) and bad.job is None and bad.error is not None
     assert "'colour' is unknown" in str(bad.error)
     with pytest.raises(type(bad.error)):
         build_env.build(requests[1])

@@ -9,12 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import click
 import pytest
 import yaml
 
-from scriptbuilder.cli import lifecycle
-from scriptbuilder.cli.build import LIFECYCLE_COMMANDS
 from tests.build_env import BuildEnv
 from tests.test_build_stops import run_cli
 
@@ -146,14 +143,6 @@ def test_console_scripts_and_module_entry_points(tmp_path: Path) -> None:
         "submit",
         "watch",
     ]
-
-
-def test_the_lifecycle_commands_are_the_ones_listed() -> None:
-    """``scriptbuilder`` lists the job's-life commands before their module loads: the
-    names it lists are the commands that module adds."""
-    group = click.Group()
-    lifecycle.register(group)
-    assert sorted(group.commands) == sorted(LIFECYCLE_COMMANDS)
 
 
 def test_env_info_file_supplies_arch_and_models(build_env: BuildEnv, tmp_path: Path) -> None:

@@ -185,28 +185,18 @@ def test_the_layer_check_sees_an_upward_import(tmp_path: Path) -> None:
     assert _layer("scriptbuilder.resolution.secrets") > _layer("scriptbuilder.models.x")
 
 
-#: The functions that load a module when it is first asked for, so that each command
-#: line loads only the modules it runs: the package's API names (PEP 562) and the
-#: ``scriptbuilder`` commands of the job's life.
-ON_FIRST_USE = {("__init__.py", "__getattr__"), ("cli/build.py", "get_command")}
-
-
 def test_imports_inside_functions_say_why() -> None:
     """An import belongs at the top of its module. One inside a function is there
-    only to break an import cycle, and its line says so (``# cycle: ...``), or it
-    loads a module on first use in one of :data:`ON_FIRST_USE` (``# on first use:
-    ...``)."""
+    only to break an import cycle, and its line says so (``# cycle: ...``)."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         lines = path.read_text(encoding="utf-8").splitlines()
         for node in ast.walk(ast.parse("\n".join(lines))):
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            lazy = (str(path.relative_to(PACKAGE)), node.name) in ON_FIRST_USE
-            reasons = ("# cycle:", "# on first use:") if lazy else ("# cycle:",)
             for inner in ast.walk(node):
                 is_import = isinstance(inner, (ast.Import, ast.ImportFrom))
-                if is_import and not any(r in lines[inner.lineno - 1] for r in reasons):
+                if is_import and "# cycle:" not in lines[inner.lineno - 1]:
                     found.append(f"{path.relative_to(PACKAGE.parent)}:{inner.lineno}")
     assert not found, f"imports inside functions without their reason: {found}"
 

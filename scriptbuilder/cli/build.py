@@ -1,6 +1,6 @@
 """``scriptbuilder``: build a job from a request file or a sweep of requests (``--many``,
 one JSON result line per request), or print the JSON Schemas. A result line and the
-object of ``build --json`` are both :class:`~scriptbuilder.models.build_result.BuildOutcome`.
+object of ``build --json`` are both :class:`~scriptbuilder.models.build_result.BuildResult`.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from scriptbuilder.api import (
 )
 from scriptbuilder.campaign.build import CAMPAIGN_JSON
 from scriptbuilder.cli.group import Group, fail, os_error_message, write_out
-from scriptbuilder.cli.lifecycle import ssh_options
+from scriptbuilder.cli.lifecycle import register, ssh_options
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.env_info import FileEnvInfo
 from scriptbuilder.inputs.request_file import decoded, parse_json, read_request
-from scriptbuilder.models.build_result import BuildOutcome, TraceEntry
+from scriptbuilder.models.build_result import BuildResult, TraceEntry
 from scriptbuilder.models.campaign import CampaignFile
 from scriptbuilder.models.job_spec import JobSpec
 from scriptbuilder.models.request import BuildRequest
@@ -41,25 +41,8 @@ PROG = "scriptbuilder"
 #: ``scriptbuilder schema NAME`` -> the model.
 SCHEMAS: dict[str, type[BaseModel]] = {
     "request": BuildRequest, "slurm-env": SlurmEnv,
-    "job-spec": JobSpec, "build-result": BuildOutcome, "campaign": CampaignFile,
+    "job-spec": JobSpec, "build-result": BuildResult, "campaign": CampaignFile,
 }  # fmt: skip
-#: The commands of the job's life after the build (:mod:`scriptbuilder.cli.lifecycle`).
-LIFECYCLE_COMMANDS = ("submit", "status", "watch", "cancel", "release", "results")
-
-
-class Commands(Group):
-    """``scriptbuilder``'s commands; those of the job's life load their module when
-    one of them is asked for (a build does not need it)."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *LIFECYCLE_COMMANDS})
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name in LIFECYCLE_COMMANDS and cmd_name not in self.commands:
-            from scriptbuilder.cli import lifecycle  # on first use: see the class docstring
-
-            lifecycle.register(self)
-        return super().get_command(ctx, cmd_name)
 
 
 def _env_info(path: str | None) -> FileEnvInfo | None:
@@ -75,9 +58,9 @@ def _build_any(source: str, info: FileEnvInfo | None, **ssh: Any) -> BuiltJob | 
     return build(req, env_info=info, **ssh)
 
 
-def _campaign_outcome(built: BuiltCampaign, dry_run: bool) -> BuildOutcome:
+def _campaign_outcome(built: BuiltCampaign, dry_run: bool) -> BuildResult:
     files = [Path(out.path) for job in built.jobs for out in job.files] + [Path(built.path)]
-    return BuildOutcome(
+    return BuildResult(
         ok=True,
         exit_code=0,
         work_dir=built.request.work_dir,
@@ -88,13 +71,13 @@ def _campaign_outcome(built: BuiltCampaign, dry_run: bool) -> BuildOutcome:
     )
 
 
-def _job_outcome(job: BuiltJob, dry_run: bool, trace: bool) -> BuildOutcome:
+def _job_outcome(job: BuiltJob, dry_run: bool, trace: bool) -> BuildResult:
     paths = [Path(out.path) for out in job.files] if dry_run else job.write()
     entries = None
     if trace:
         masked = mask_data([list(entry) for entry in job.trace.choices], job.secrets)
         entries = [TraceEntry(field=f, value=v, rule=r) for f, v, r in masked]
-    return BuildOutcome(
+    return BuildResult(
         ok=True,
         exit_code=0,
         work_dir=job.request.work_dir,
@@ -112,7 +95,7 @@ def _outcome(
     dry_run: bool,
     trace: bool = False,
     line: int | None = None,
-) -> BuildOutcome:
+) -> BuildResult:
     """Build the job (or campaign) ``make`` returns and, unless ``dry_run``, write it;
     print the result (or why it failed, with the exit status a single build would end
     with) as one line of JSON and return it."""
@@ -123,9 +106,9 @@ def _outcome(
         else:
             result = _job_outcome(built, dry_run, trace)
     except BuildError as exc:
-        result = BuildOutcome(ok=False, exit_code=exc.exit_code, error=str(exc))
+        result = BuildResult(ok=False, exit_code=exc.exit_code, error=str(exc))
     except OSError as exc:
-        result = BuildOutcome(ok=False, exit_code=1, error=os_error_message(exc))
+        result = BuildResult(ok=False, exit_code=1, error=os_error_message(exc))
     result = result.model_copy(update={"line": line})
     # Top-level fields that do not apply are left out; a null inside one (job_spec.json) stays.
     data = {k: v for k, v in result.model_dump(mode="json").items() if v is not None}
@@ -209,7 +192,7 @@ def _sweep_job(line: bytes, info: FileEnvInfo | None, readers: dict[str, Any]) -
 
 
 @click.group(
-    cls=Commands,
+    cls=Group,
     name=PROG,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
@@ -282,6 +265,9 @@ def build_command(
     lines = _sweep_lines(many)
     results = (_outcome(partial(job, b), dry_run=dry_run, line=n) for n, b in lines)
     return max((result.exit_code for result in results), default=0)
+
+
+register(cli)  # submit, status, watch, cancel, release, results: the job's life
 
 
 @cli.command("schema")

@@ -10,19 +10,19 @@ from pydantic import BaseModel, ConfigDict, Field
 class TraceEntry(BaseModel):
     """One resolved value and the rule that chose it (a line of ``--explain``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     field: str
     value: Any = Field(description="The value chosen (a string, number, boolean or null).")
     rule: str
 
 
-class BuildOutcome(BaseModel):
+class BuildResult(BaseModel):
     """One build: what it wrote (or would write, with ``--dry-run``), job_spec.json
     and the warnings; or, when it was refused, the error and the exit status a
     single build would end with. Fields that do not apply are left out."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     line: int | None = Field(
         None, ge=1, description="build --many only: the request's line number in FILE."

@@ -14,7 +14,7 @@ SCHEMA_VERSION = 1
 
 
 class SlurmParams(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     partition: str
     account: str
@@ -33,12 +33,9 @@ class SlurmParams(BaseModel):
 class JobSpec(BaseModel):
     """Every resolved value an executor needs. Scenario-specific top-level fields
     are present only for their scenario (omitted rather than null); keys of an
-    earlier job_spec.json that the builder does not own are kept (extra keys).
+    earlier job_spec.json that the builder does not own are kept (extra keys)."""
 
-    A build writes the document from its own values and never validates it
-    here, so the validator is built on first use (``defer_build``)."""
-
-    model_config = ConfigDict(extra="allow", strict=True, defer_build=True)
+    model_config = ConfigDict(extra="allow", strict=True)
 
     schema_version: int = SCHEMA_VERSION
     generator: str = Field(description="scriptbuilder and its version.")
@@ -120,7 +117,7 @@ PASS_THROUGH = (
 class EarlierJobSpec(BaseModel):
     """The fields read from the job_spec.json found before the build; other keys are kept."""
 
-    model_config = ConfigDict(extra="allow", strict=True, defer_build=True)
+    model_config = ConfigDict(extra="allow", strict=True)
 
     remote_repo_path: OneLine | None = None
     remote_work_dir: OneLine | None = None

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from scriptbuilder.script.tree import Statement
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class TaskShape:
     """Nodes and tasks of a job or a step, and the srun ``--mpi`` plugin of its workload."""
 
@@ -17,7 +17,7 @@ class TaskShape:
     mpi: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Step:
     """One unit of work run inside the container: ``body`` refers to the user values in
     ``args`` as ``"$1"``...; ``command`` is the text the step prints first."""
@@ -32,7 +32,7 @@ class Step:
     records: bool = False  # runs pytest, whose tests are recorded (scenarios.recording)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Container:
     image: str
     name: str
@@ -46,7 +46,7 @@ class Container:
         return ",".join(self.mounts)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class SlurmAllocation:
     """What goes into the ``#SBATCH`` lines; logs are ``<log_dir>/<log_name or job_name>_%j``."""
 
@@ -60,7 +60,7 @@ class SlurmAllocation:
     log_name: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class JobSetup:
     """What a scenario lays a workflow's plan into: the container, the folder exported
     as ``LLM_MODELS_ROOT``, the Slurm allocation (None where no Slurm runs the job),
@@ -81,7 +81,7 @@ class JobSetup:
     job_dir: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class WorkflowPlan:
     """What a workflow asks the scenario to run: exports, then steps in order."""
 

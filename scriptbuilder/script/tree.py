@@ -25,14 +25,14 @@ def _check(
         raise ValueError(f"not {what}: {value!r}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Lit:
     """A literal string; rendering quotes it so the shell sees these exact bytes."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Var:
     """A variable expanded at run time: ``${name}``, ``${name:-default}``, or with
     ``joiner`` ``${name:+<joiner>${name}}`` (nothing when unset or empty: a list
@@ -49,21 +49,21 @@ class Var:
             raise ValueError(f"${self.name}: a default or a joiner, not both")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Subst:
     """A command substitution expanded at run time: ``$(command)``."""
 
     command: Command
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ScriptText:
     """A literal rendering of ``body`` (``bash -c``'s script; user values go in ``"$1"``...)."""
 
     body: tuple[Statement, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Difference:
     """Integer arithmetic expanded at run time: ``$((first - rest[0] - ...))``."""
 
@@ -74,7 +74,7 @@ class Difference:
 Part = Lit | Var | Subst | ScriptText | Difference
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Word:
     """One shell word made of literal and run-time parts."""
 
@@ -98,7 +98,7 @@ def to_word(value: WordLike) -> Word:
     return Word((Lit(value) if isinstance(value, str) else value,))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Command:
     """A simple command: an argument vector of words."""
 
@@ -113,7 +113,7 @@ class Command:
         return Command(tuple(map(to_word, args)))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Directive:
     """``#SBATCH --option=value`` (``value`` None gives a bare flag)."""
 
@@ -126,17 +126,17 @@ class Directive:
             raise ValueError(f"#SBATCH --{self.option} value must be one line: {self.value!r}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Comment:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Blank:
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Assign:
     """``name=value``."""
 
@@ -147,12 +147,12 @@ class Assign:
         _check(self.name)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Export(Assign):
     """``export name=value``."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Redirect:
     """``<op><target>``, for example ``2>/dev/null``; ``target`` is a literal path."""
 
@@ -164,7 +164,7 @@ class Redirect:
             raise ValueError(f"not a redirection operator: {self.op!r}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Run:
     """One simple command with its redirections, in the background when asked."""
 
@@ -173,7 +173,7 @@ class Run:
     background: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Function:
     """``name() { body }``: a shell function."""
 
@@ -184,7 +184,7 @@ class Function:
         _check(self.name, "a function name")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Trap:
     """``trap <body> <signals>`` (an empty body ignores them)."""
 
@@ -198,7 +198,7 @@ class Trap:
             _check(signal, "a signal name", _SIGNAL_NAME)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ClearEnv:
     """Unset exported variables starting with a prefix, but ``keep`` (MPI/PMI/Slurm
     variables would make a single-process workload think it is in an MPI job)."""
@@ -213,7 +213,7 @@ class ClearEnv:
             _check(name)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class If:
     """``if <test>; then <body>; else <orelse>; fi`` (no ``else`` when ``orelse`` is empty)."""
 
@@ -222,7 +222,7 @@ class If:
     orelse: tuple[Statement, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Subshell:
     """``( <body> )``, optionally with its own positional parameters (``set -- args``)."""
 
@@ -230,7 +230,7 @@ class Subshell:
     args: tuple[Word, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class SrunOption:
     """``--name=value`` on an srun or docker line; ``name`` has its dashes, None is a flag."""
 
@@ -238,7 +238,7 @@ class SrunOption:
     value: Word | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Srun:
     """One job step: ``srun <options> <payload>``, in the background when asked."""
 
@@ -247,7 +247,7 @@ class Srun:
     background: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class DockerRun:
     """``docker run <options> <image> <payload>``."""
 
@@ -256,7 +256,7 @@ class DockerRun:
     payload: Command
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Exit:
     status: Word
 
@@ -267,7 +267,7 @@ Statement = (
 )  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class SbatchScript:
     """A whole bash batch script: ``#SBATCH`` directives, then the body."""
 
@@ -276,7 +276,7 @@ class SbatchScript:
     header: tuple[Comment, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ShellScript:
     """A plain script with no directives (for example ``docker_cmd.sh``)."""
 
