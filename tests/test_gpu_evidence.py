@@ -66,7 +66,10 @@ CASES = [
     (f"{K} -k 'multi_gpu and two_gpu'", 2, "on test_two_gpu_allreduce"),
     (f"{K} -k 'SELECTED.py and (allreduce or guard)'", 4, "test_guard_of_the_case[tp:2-pp:2]"),
     (f"{K} -k 'not (gpu or TestSizes or guard or nodes)'", None, ""),
+    (f"{K} -k 'basic or CUTLASS_X'", None, ""),
     (f"{K} -k dtype1", 8, "skip_less_device(8) on test_dtypes_8gpus"),  # pytest's id of an object
+    (f"{K} -k 'trtllm and not 2gpu'", 4, "on test_named_value_4gpus"),  # the name's value
+    (f"'{K}::test_named_value_4gpus[TRTLLM]'", 4, "on test_named_value_4gpus"),
     # cases made at collection time: -k cannot rule them out
     (f"{G} -k 'CUTLASS and NVFP4'", 4, "on test_generated_cases"),
     # the selected case's own values bind the guard (ids from lambdas, labels of the id)

@@ -238,13 +238,27 @@ def _literal(node: ast.expr) -> tuple[bool, object]:
 
 
 def _id_options(node: ast.expr, argname: str, idx: int, helper: bool) -> list[str]:
-    """The ids pytest may give a value not known statically: ``argname`` and the index (an
-    object), its name (a class or function), its dotted text (an enum member)."""
-    names = [ast.unparse(node)] if isinstance(node, (ast.Name, ast.Attribute)) else []
-    names += [node.attr] if isinstance(node, ast.Attribute) else []
+    """The ids pytest may give an attribute value (``torch.float16``, ``Enum.MEMBER``):
+    ``argname`` and the index (an object), its dotted text (an enum member), its name (a
+    class or function).  Empty for any other value: its id may be any text."""
+    if not isinstance(node, ast.Attribute):
+        return []
+    names = [ast.unparse(node), node.attr]
     if helper:
         return [f"{argname}={name}" for name in names]
     return [f"{argname}{idx}", *names]
+
+
+def _literal_or_self(node: ast.expr, module: TestModule) -> ast.expr:
+    """The literal a module-level name is bound to (pytest's id is the literal's), else
+    ``node``."""
+    found: ast.expr = node
+    for _ in range(_MAX_NAME_DEPTH):
+        bound = module.binding(found.id) if isinstance(found, ast.Name) else None
+        if bound is None:
+            break
+        found, module = bound
+    return found if found is not node and _literal(found)[0] else node
 
 
 def _id_part(node: ast.expr, argname: str, idx: int, helper: bool) -> str | None:
@@ -386,6 +400,7 @@ def parametrize_cases(mark: ast.expr, module: TestModule) -> list[Case] | None:
             case_id = text if isinstance(text, str) else None
         elif vals is not None and known and (ids_node is None or ids is not None or id_function):
             parts = []
+            vals = [_literal_or_self(value, module) for value in vals]
             for name, value in zip(argnames, vals, strict=False):
                 ok, part = _function_id(id_function, value) if id_function else (True, None)
                 parts.append(
@@ -397,8 +412,9 @@ def parametrize_cases(mark: ast.expr, module: TestModule) -> list[Case] | None:
                     [part] if part is not None else _id_options(value, name, idx, helper)
                     for part, name, value in zip(parts, argnames, vals, strict=True)
                 ]
-                combos = itertools.islice(itertools.product(*choices), _MAX_OPTIONS)
-                options = ["-".join(p for p in combo if p) for combo in combos]
+                if all(choices):
+                    combos = itertools.islice(itertools.product(*choices), _MAX_OPTIONS)
+                    options = ["-".join(p for p in combo if p) for combo in combos]
         marks = [kws["marks"]] if "marks" in kws else []
         bound = dict(zip(argnames, vals, strict=False)) if vals is not None and known else {}
         unread = () if bound else tuple(argnames)

@@ -62,3 +62,12 @@ def test_from_a_fixture(model_config):
 @pytest.mark.parametrize("backend", ["CUTLASS", "TRTLLM"])
 def test_backends(backend):
     pass
+
+
+BACKEND = "TRTLLM"
+
+
+@pytest.mark.skip_less_device(4)
+@pytest.mark.parametrize("backend", [BACKEND, "CUTLASS"])
+def test_named_value_4gpus(backend):
+    pass
