@@ -111,8 +111,7 @@ def _script_job(ctx: Context, route: ScriptRoute) -> BuiltJob:
     scenario, place, workload = route.scenario, route.place, route.workload
     workflow = workload.workflow
     setup = scenario.setup(ctx, place, workload)
-    builder = JobBuilder(scenario, workflow, workload.shape, setup, _install(ctx))
-    tree = builder.build()
+    tree = JobBuilder(scenario, workflow, workload.shape, setup, _install(ctx)).build()
     job = ScriptJob(place, workload, setup, tree)
     extra = tuple(
         OutputFile(posixpath.join(ctx.request.work_dir, name), content, 0o755)
@@ -130,7 +129,7 @@ def _script_job(ctx: Context, route: ScriptRoute) -> BuiltJob:
         nodes=workload.node_count,
         devices_source=workload.devices_source,
         extra_files=[f.path for f in extra],
-        test_records=scenario.test_records(setup) if builder.records_tests() else None,
+        test_records=scenario.test_records(setup) if workflow.record_tests else None,
         **scenario.spec_fields(ctx, job),
     )
     return _built(ctx, spec, scenario.script_path(ctx, setup), render(tree), extra)

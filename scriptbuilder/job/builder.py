@@ -29,10 +29,6 @@ class JobBuilder:
     def plan(self) -> WorkflowPlan:
         return self.workflow.plan(self.scenario.step_shape(self.shape), install=self.install)
 
-    def records_tests(self) -> bool:
-        """True when a step records its tests (job_spec.json then says where)."""
-        return any(step.records for step in self.plan().steps)
-
     def build(self) -> SbatchScript | ShellScript:
         return self.scenario.assemble(self.setup, self.plan())
 

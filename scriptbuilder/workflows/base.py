@@ -145,6 +145,10 @@ class Workflow(ABC):
         """What the install step runs in the checkout."""
         return _install_project()
 
+    #: A step of the workload records each test it runs (job_spec.json's ``test_records``
+    #: says where; :mod:`scriptbuilder.scenarios.recording`).
+    record_tests: bool = False
+
     def extra_files(self) -> tuple[tuple[str, str], ...]:
         """(name, text) of the files the job needs in work_dir besides the script."""
         return ()
