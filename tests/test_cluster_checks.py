@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from scriptbuilder.errors import BuildError
 from tests.build_env import SLURM_ENV, BuildEnv
 from tests.script_runner import run_compat
 from tests.test_build_stops import cli_refusal
@@ -159,7 +158,7 @@ def _request(build_env: BuildEnv, workflow: str, changes: dict[str, Any]) -> dic
     [s[1:] for s in STOPS],
     ids=[s[0] for s in STOPS],
 )
-def test_stop_from_cli_and_api(
+def test_stop(
     build_env: BuildEnv,
     tmp_path: Path,
     workflow: str,
@@ -169,11 +168,7 @@ def test_stop_from_cli_and_api(
 ) -> None:
     build_env.slurm_env(**env_changes)
     request = _request(build_env, workflow, changes)
-    with pytest.raises(BuildError) as caught:
-        build_env.build(request)
-    assert message in str(caught.value) and "\n" not in str(caught.value)
-
-    assert cli_refusal(tmp_path, build_env.work_dir, request) == str(caught.value)
+    assert message in cli_refusal(tmp_path, build_env.work_dir, request)
 
 
 @pytest.mark.parametrize(

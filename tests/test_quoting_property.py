@@ -149,7 +149,7 @@ def _expected(args: list[tuple[str, str]]) -> list[str]:
 
 PROPERTY = settings(
     derandomize=True,
-    max_examples=30,
+    max_examples=12,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
