@@ -1,19 +1,31 @@
 """How the drop-in's script leaves the process: bytes unchanged on stdout and in
 ``--output``, the log folder made only after the script is out, OS errors in one
-line naming the path."""
+line naming the path.
+
+The command lines run in this process with standard output and error on real
+files, as a pipe is for a process: what reaches the descriptors is what a reader
+gets. The entry points as processes are tests/test_cli.py's.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from scriptbuilder.cli.build import main as build_main
+from scriptbuilder.cli.dropin import main as dropin_main
 from tests.build_env import make_build_env
-from tests.script_runner import run_script
+from tests.script_runner import FIXED_CLOCK, run_script
 from tests.test_compat_flags import base, with_flag
 
 ESC_CMD = "printf '\x1b[31mred\x1b[0m ü\\n'"
@@ -21,11 +33,60 @@ ESC_CMD = "printf '\x1b[31mred\x1b[0m ü\\n'"
 ENCODINGS = [None, "latin-1", "ascii"]
 
 
-def drop_in(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[bytes]:
-    """The drop-in as a process: standard output is a pipe, never a terminal."""
+@dataclass
+class Ran:
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+
+def _on_descriptors(
+    main: Callable[[list[str]], None], args: list[str], encoding: str | None, stdout: str | None
+) -> Ran:
+    """``main(args)`` with descriptors 1 and 2 on files (``stdout``: a path for 1) and
+    ``sys.stdout``/``sys.stderr`` text streams over them in ``encoding``."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        target = open(stdout, "wb") if stdout else out  # noqa: SIM115
+        saved, streams = (os.dup(1), os.dup(2)), (sys.stdout, sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(target.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        sys.stdout = io.TextIOWrapper(open(1, "wb", closefd=False), encoding=encoding)  # noqa: SIM115
+        sys.stderr = io.TextIOWrapper(open(2, "wb", closefd=False), encoding=encoding)  # noqa: SIM115
+        code = 0
+        try:
+            main(args)
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(OSError):  # a full disk: the command said so
+                    stream.flush()
+            sys.stdout, sys.stderr = streams
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+            if stdout:
+                target.close()
+        out.seek(0)
+        err.seek(0)
+        return Ran(code, out.read(), err.read())
+
+
+def drop_in(args: list[str], encoding: str | None = None, stdout: str | None = None) -> Ran:
+    """``build_slurm_script args``, standard output a file (never a terminal)."""
+    return _on_descriptors(
+        lambda a: dropin_main(a, clock=lambda: FIXED_CLOCK), args, encoding, stdout
+    )
+
+
+def drop_in_process(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[bytes]:
+    """The drop-in as a process (for limits that only a child may take on)."""
     return subprocess.run(
         [sys.executable, "-m", "scriptbuilder.cli.dropin", *args],
-        capture_output="stdout" not in kwargs,
+        capture_output=True,
         check=False,
         **kwargs,  # type: ignore[call-overload]
     )
@@ -40,8 +101,7 @@ def test_escape_sequences_reach_stdout_and_the_program_unchanged(
     # record-argv: the stand-in pytest, like pytest, exits 4 for the words after -k's value
     args = with_flag(base("pytest", tmp_path), "--test-cmd", f"record-argv -k {ESC_CMD}")
     args = with_flag(args, "--project-path", str(project))
-    env = {**os.environ, "PYTHONIOENCODING": encoding} if encoding else None
-    piped = drop_in(args, env=env)
+    piped = drop_in(args, encoding)
     assert piped.returncode == 0, piped.stderr
     out = tmp_path / "job.slurm"
     written = drop_in([*args, "--output", str(out)])
@@ -60,12 +120,7 @@ def test_scriptbuilder_dry_run_prints_the_script_bytes(
     request = env.request("custom", custom_cmd=ESC_CMD)
     path = tmp_path / "request.json"
     path.write_text(json.dumps(request))
-    proc = subprocess.run(
-        [sys.executable, "-m", "scriptbuilder", "build", "--dry-run", str(path)],
-        capture_output=True,
-        check=False,
-        env={**os.environ, "PYTHONIOENCODING": encoding} if encoding else None,
-    )
+    proc = _on_descriptors(build_main, ["build", "--dry-run", str(path)], encoding, None)
     assert proc.returncode == 0, proc.stderr
     built = env.build(request, environ=os.environ)
     assert built.script_text.encode("utf-8") in proc.stdout
@@ -110,8 +165,7 @@ def test_output_onto_a_folder_names_it(tmp_path: Path) -> None:
 
 
 def test_full_disk_on_stdout_is_one_line(tmp_path: Path) -> None:
-    with open("/dev/full", "wb") as full:
-        proc = drop_in(base("pytest", tmp_path), stdout=full, stderr=subprocess.PIPE)
+    proc = drop_in(base("pytest", tmp_path), stdout="/dev/full")
     assert proc.returncode == 1
     (line,) = proc.stderr.decode().splitlines()
     assert line == "build_slurm_script: error: standard output: No space left on device"
@@ -141,17 +195,11 @@ def test_undecodable_argv_bytes_work_with_and_without_output(tmp_path: Path) -> 
     project.mkdir()
     args = with_flag(base("custom", tmp_path), "--project-path", str(project))
     command = os.fsdecode(b"record-argv \xff\xfe")  # as Python reads such argv bytes
-    args = [os.fsencode(a) for a in with_flag(args, "--custom-cmd", command)]
-    to_stdout = subprocess.run(
-        [sys.executable, "-m", "scriptbuilder.cli.dropin", *args], capture_output=True, check=False
-    )
+    args = with_flag(args, "--custom-cmd", command)
+    to_stdout = drop_in(args)
     assert to_stdout.returncode == 0, to_stdout.stderr
     out = tmp_path / "job.slurm"
-    to_file = subprocess.run(
-        [sys.executable, "-m", "scriptbuilder.cli.dropin", *args, b"--output", os.fsencode(out)],
-        capture_output=True,
-        check=False,
-    )
+    to_file = drop_in([*args, "--output", str(out)])
     assert to_file.returncode == 0, to_file.stderr
     assert to_stdout.stdout == out.read_bytes()
 
@@ -177,8 +225,12 @@ def test_a_refused_output_leaves_nothing_it_created(tmp_path: Path, case: str) -
     }[case]
     args = [*with_flag(base("pytest", tmp_path), "--log-dir", str(log_dir)), "--output", str(out)]
     before = sorted(os.listdir(tmp_path))
-    limit = _file_too_large if case == "full disk" else None
-    proc = drop_in(args, preexec_fn=limit)
+    if case == "full disk":
+        proc: Ran | subprocess.CompletedProcess[bytes] = drop_in_process(
+            args, preexec_fn=_file_too_large
+        )
+    else:
+        proc = drop_in(args)
     assert proc.returncode in (1, 2) and proc.stdout == b"", proc.stderr
     (line,) = proc.stderr.decode().splitlines()
     assert line.startswith(f"build_slurm_script: error: cannot write {out.name} into"), line

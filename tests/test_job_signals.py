@@ -155,7 +155,7 @@ def test_batch_mode_waits_for_slurms_signal(build_env: BuildEnv, tmp_path: Path)
         head.append(line)
         if line.startswith(BANNER_PREFIX + "run the custom command"):
             break
-    time.sleep(1.0)
+    time.sleep(0.5)
     assert proc.poll() is None, "the job ended without a warning"
     proc.send_signal(signal.SIGUSR1)
     _closing(_read_until_closing(proc), TIMEOUT_STATUS)
