@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.build_env import BuildEnv
+from tests.lifecycle_cli import Done, scriptbuilder
 from tests.script_runner import FAKE_BIN
 
 
@@ -27,14 +28,8 @@ def docker_env(build_env: BuildEnv, tmp_path: Path) -> dict[str, str]:
     }
 
 
-def sb(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "scriptbuilder", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+def sb(*args: str, env: dict[str, str]) -> Done:
+    return scriptbuilder(*args, env=env)
 
 
 def docker_job(build_env: BuildEnv, command: str) -> Path:

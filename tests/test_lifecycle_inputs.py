@@ -6,25 +6,23 @@ missing or failing): one line naming what and the fix, exit 2, nothing submitted
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 from collections.abc import Callable
-from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from scriptbuilder.cli.build import main
 from scriptbuilder.lifecycle.durations import parse_duration
 from scriptbuilder.lifecycle.logs import TAIL_BYTES, LogView, pytest_summary, read_logs
 from scriptbuilder.lifecycle.record import slurm_log_paths
 from scriptbuilder.lifecycle.slurm import JobState, from_scontrol, parse_sacct, parse_scontrol
 from scriptbuilder.lifecycle.transport import LocalTransport
 from scriptbuilder.lifecycle.verdict import EXIT_CODES, Verdict, decide
+from scriptbuilder.models.job_spec import JobSpec
 from tests.build_env import BuildEnv
+from tests.lifecycle_cli import Done, scriptbuilder
 
 NOW = datetime(2026, 1, 2, 4, 0, 0)
 
@@ -107,7 +105,12 @@ def test_log_paths_as_the_job_writes_them() -> None:
     assert slurm_log_paths("#!/bin/bash\n", "/sub", "12", "j") == ("/sub/slurm-12.out",) * 2
 
 
-SPEC = {"workflow_type": "pytest", "timeout_patterns": ["reached its time limit"]}
+SPEC = JobSpec.model_construct(
+    workflow_type="pytest",
+    success_patterns=[],
+    failure_patterns=[],
+    timeout_patterns=["reached its time limit"],
+)
 
 
 @pytest.mark.parametrize(
@@ -147,27 +150,12 @@ def test_exit_codes_are_distinct_and_leave_2_for_bad_input() -> None:
 # ----- bad input ----------------------------------------------------------------------------------
 
 
-@dataclass
-class Done:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
 @pytest.fixture
-def cli(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Done]:
+def cli() -> Callable[..., Done]:
     """``scriptbuilder ARGS`` in this process, with ``PATH`` as given."""
 
     def run(*args: str, path: str) -> Done:
-        monkeypatch.setenv("PATH", path)
-        out, err = io.StringIO(), io.StringIO()
-        code = 0
-        with redirect_stdout(out), redirect_stderr(err):
-            try:
-                main(list(args))
-            except SystemExit as exc:
-                code = int(exc.code or 0)
-        return Done(code, out.getvalue(), err.getvalue())
+        return scriptbuilder(*args, env={**os.environ, "PATH": path})
 
     return run
 
@@ -254,6 +242,17 @@ FORGOTTEN = {
     "sacct": 'echo "sacct: error: Slurm accounting storage is disabled" >&2; exit 1',
     "scontrol": 'echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1',
 }
+
+
+def forgetful(tmp_path: Path) -> str:
+    """A PATH whose sbatch submits job 4242 and whose Slurm has forgotten it."""
+    bin_dir = tmp_path / "bin"
+    tool(bin_dir, "sbatch", "echo 4242")
+    for name, body in FORGOTTEN.items():
+        tool(bin_dir, name, body)
+    return f"{bin_dir}:{os.environ['PATH']}"
+
+
 CLOSING = "Job 4242 finished at Thu Dec 3 21:00:00 UTC 2026 with exit code {}\n"
 
 
@@ -272,11 +271,7 @@ CLOSING = "Job 4242 finished at Thu Dec 3 21:00:00 UTC 2026 with exit code {}\n"
 def test_a_job_slurm_forgot_ends_by_its_closing_line_and_is_remembered(
     built: Path, tmp_path: Path, cli: Callable[..., Done], tail: str, verdict: str, rc: int
 ) -> None:
-    bin_dir = tmp_path / "bin"
-    tool(bin_dir, "sbatch", "echo 4242")
-    for name, body in FORGOTTEN.items():
-        tool(bin_dir, name, body)
-    path = f"{bin_dir}:{os.environ['PATH']}"
+    path = forgetful(tmp_path)
     record = json.loads(cli("submit", str(built), path=path).stdout)
     Path(record["stdout_path"]).write_text("step one\n" + tail)
     done = cli("status", str(built), "--json", path=path)
@@ -296,11 +291,7 @@ def test_a_job_slurm_forgot_ends_by_its_closing_line_and_is_remembered(
 def test_a_forgotten_job_without_a_closing_line_is_one_line(
     built: Path, tmp_path: Path, cli: Callable[..., Done]
 ) -> None:
-    bin_dir = tmp_path / "bin"
-    tool(bin_dir, "sbatch", "echo 4242")
-    for name, body in FORGOTTEN.items():
-        tool(bin_dir, name, body)
-    path = f"{bin_dir}:{os.environ['PATH']}"
+    path = forgetful(tmp_path)
     assert cli("submit", str(built), path=path).returncode == 0
     one_line_error(cli("status", str(built), path=path), "knows no job 4242", "no closing line")
     assert "report" not in json.loads((built / "run.json").read_text()) or (

@@ -13,7 +13,6 @@ import json
 import platform
 import re
 import signal
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
@@ -24,10 +23,12 @@ import pytest
 
 from scriptbuilder.lifecycle import allocation
 from scriptbuilder.lifecycle.transport import LocalTransport, TransportError
+from scriptbuilder.models.job_spec import JobSpec
 from scriptbuilder.scenarios.time_limit import TIMEOUT_PATTERN, TIMEOUT_STATUS
 from tests.build_env import BuildEnv, make_build_env
+from tests.lifecycle_cli import Done
+from tests.lifecycle_cli import scriptbuilder as run_cli
 from tests.slurm_cluster.cluster import SlurmCluster
-from tests.test_lifecycle_slurm import scriptbuilder as run_cli
 from tests.test_slurm_jobs import cluster_slurm_env
 
 pytestmark = pytest.mark.slurm
@@ -55,7 +56,7 @@ def checkout(slurm_shell: SlurmCluster, tmp_path: Path) -> Iterator[BuildEnv]:
     slurm_shell.run("scancel", f"--name={JOB_NAME}")
 
 
-def build(env: BuildEnv, name: str, command: str, **fields: Any) -> dict[str, Any]:
+def build(env: BuildEnv, name: str, command: str, **fields: Any) -> JobSpec:
     """Build a persistent-mode custom job into its own work_dir; its job_spec.json."""
     work_dir = env.root / name
     work_dir.mkdir()
@@ -73,8 +74,8 @@ def build(env: BuildEnv, name: str, command: str, **fields: Any) -> dict[str, An
         },
     )
     env.build(request, environ={"HOME": str(env.root)}, machine=platform.machine).write()
-    spec: dict[str, Any] = json.loads((work_dir / "job_spec.json").read_text())
-    assert spec["persistent_mode"] is True, spec
+    spec = JobSpec.model_validate_json((work_dir / "job_spec.json").read_bytes())
+    assert spec.persistent_mode is True, spec
     return spec
 
 
@@ -131,20 +132,20 @@ def record(env: BuildEnv) -> dict[str, Any]:
     return data
 
 
-def write_record(env: BuildEnv, spec: dict[str, Any], job_id: str, changes: dict[str, Any]) -> None:
+def write_record(env: BuildEnv, spec: JobSpec, job_id: str, changes: dict[str, Any]) -> None:
     """The allocation record as the executor writes it, with ``changes``."""
     path = allocation.record_path(env.repo)
     path.parent.mkdir(parents=True, exist_ok=True)
     fields = {
         "job_id": job_id,
-        "container_name": spec["container_name"],
+        "container_name": spec.container_name,
         "nodelist": "",
         "partition": "gpu",
         "account": "acct",
         "nodes": 1,
         "gpus_per_node": 8,
-        "docker_image": spec["docker_image"],
-        "container_mounts": spec["container_mounts"],
+        "docker_image": spec.docker_image,
+        "container_mounts": spec.container_mounts,
         "allocated_at": "2026-01-02T03:00:00",
         "time_limit": "01:00:00",
         "installed": True,
@@ -167,8 +168,8 @@ def test_first_job_makes_and_records_an_allocation_the_next_reuses(
     rec = record(checkout)
     assert rec["job_id"] == run.allocation_job_id
     assert rec["partition"] == "gpu" and rec["account"] == "acct" and rec["nodes"] == 1
-    assert rec["docker_image"] == first["docker_image"]
-    assert rec["container_name"] == first["container_name"]
+    assert rec["docker_image"] == first.docker_image
+    assert rec["container_name"] == first.container_name
     assert rec["nodelist"] == slurm_shell.hostname
     assert rec["allocated_at"] == "2026-01-02T03:04:05+00:00"
     assert set(rec) == {
@@ -182,13 +183,13 @@ def test_first_job_makes_and_records_an_allocation_the_next_reuses(
 
     assert wait_for_exit(run) == 0, log_of(run)
     log = log_of(run)
-    assert run.log_path == str(Path(first["work_dir"]) / "first_custom.log")
+    assert run.log_path == str(Path(first.work_dir) / "first_custom.log")
     assert f"Job {run.allocation_job_id} started at" in log
     assert "first job here" in log
     assert re.search(rf"Job {run.allocation_job_id} finished at .+ with exit code 0", log), log
     steps = slurm_shell.step_records(int(run.allocation_job_id))
     assert steps, "the script's srun steps ran in the allocation"
-    assert {s["container_name"] for s in steps} == {first["container_name"]}, steps
+    assert {s["container_name"] for s in steps} == {first.container_name}, steps
     assert job_state(slurm_shell, run.allocation_job_id) == "RUNNING"  # held for the next
 
     second = build(checkout, "second", "echo second job; exit 3")
@@ -306,7 +307,7 @@ def test_stop_ends_the_script_and_keeps_the_allocation(
 # ----- the same through the command line --------------------------------------------------------
 
 
-def scriptbuilder(cluster: SlurmCluster, *args: str) -> subprocess.CompletedProcess[str]:
+def scriptbuilder(cluster: SlurmCluster, *args: str) -> Done:
     return run_cli(*args, env=cluster.env)
 
 
@@ -314,29 +315,29 @@ def test_submit_watch_release_on_the_command_line(
     checkout: BuildEnv, slurm_shell: SlurmCluster
 ) -> None:
     first = build(checkout, "first", "echo from the first job")
-    submitted = scriptbuilder(slurm_shell, "submit", first["work_dir"])
+    submitted = scriptbuilder(slurm_shell, "submit", first.work_dir)
     assert submitted.returncode == 0, submitted.stderr
     record = json.loads(submitted.stdout)
     held = record["allocation"]["job_id"]
     assert record["job_id"] == held and record["allocation"]["reused"] is False, record
-    assert record["stdout_path"] == str(Path(first["work_dir"]) / "first_custom.log")
-    watched = scriptbuilder(slurm_shell, "watch", first["work_dir"], "--interval", "0.5s")
+    assert record["stdout_path"] == str(Path(first.work_dir) / "first_custom.log")
+    watched = scriptbuilder(slurm_shell, "watch", first.work_dir, "--interval", "0.5s")
     assert watched.returncode == 0, watched.stderr
     assert json.loads(watched.stdout)["verdict"] == "PASSED", watched.stdout
 
     second = build(checkout, "second", "echo from the second job; exit 3")
-    submitted = scriptbuilder(slurm_shell, "submit", second["work_dir"])
+    submitted = scriptbuilder(slurm_shell, "submit", second.work_dir)
     assert submitted.returncode == 0, submitted.stderr
     assert json.loads(submitted.stdout)["allocation"] == {"job_id": held, "reused": True}
-    watched = scriptbuilder(slurm_shell, "watch", second["work_dir"], "--interval", "0.5s")
+    watched = scriptbuilder(slurm_shell, "watch", second.work_dir, "--interval", "0.5s")
     verdict = json.loads(watched.stdout)
     assert watched.returncode == 1 and verdict["verdict"] == "FAILED", watched.stdout
     assert verdict["job_exit_code"] == 3, verdict
 
-    released = scriptbuilder(slurm_shell, "release", second["work_dir"])
+    released = scriptbuilder(slurm_shell, "release", second.work_dir)
     assert (released.returncode, released.stdout) == (0, f"released allocation {held}\n")
     assert job_state(slurm_shell, held) in ("CANCELLED", "COMPLETING", "")
-    released = scriptbuilder(slurm_shell, "release", second["work_dir"])
+    released = scriptbuilder(slurm_shell, "release", second.work_dir)
     assert released.returncode == 0 and released.stdout.startswith("no allocation recorded")
 
 
@@ -344,7 +345,9 @@ def test_an_allocation_slurm_refuses_is_one_line_and_records_nothing(
     checkout: BuildEnv, slurm_shell: SlurmCluster
 ) -> None:
     spec = build(checkout, "job", "true")
-    spec["slurm_params"]["partition"] = "nosuch"
+    assert spec.slurm_params is not None
+    params = spec.slurm_params.model_copy(update={"partition": "nosuch"})
+    spec = spec.model_copy(update={"slurm_params": params})
     with pytest.raises(TransportError) as caught:
         allocation.submit(spec, LocalTransport(), now=NOW)
     message = str(caught.value)
@@ -352,11 +355,11 @@ def test_an_allocation_slurm_refuses_is_one_line_and_records_nothing(
     assert message.startswith("salloc could not hold an allocation in partition nosuch (")
     assert "check partition and account" in message, message
     assert not allocation.record_path(checkout.repo).exists()
-    assert not Path(spec["work_dir"], "job_custom.log").exists()
+    assert not Path(spec.work_dir, "job_custom.log").exists()
     queued = slurm_shell.run("squeue", "--noheader", f"--name={JOB_NAME}")
     assert queued.stdout.strip() == "", queued.stdout
 
 
 def test_a_build_without_repo_root_is_refused(slurm_shell: SlurmCluster) -> None:
     with pytest.raises(TransportError, match=r"job_spec\.json has no repo_root"):
-        allocation.submit({"slurm_params": {"partition": "gpu"}}, LocalTransport(), now=NOW)
+        allocation.submit(JobSpec.model_construct(), LocalTransport(), now=NOW)

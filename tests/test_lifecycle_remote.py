@@ -24,10 +24,12 @@ from scriptbuilder.lifecycle import LifecycleError, Verdict, open_run, submit
 from scriptbuilder.lifecycle.remote import upload
 from scriptbuilder.lifecycle.ssh import SshTransport
 from scriptbuilder.lifecycle.transport import TransportError
+from scriptbuilder.models.job_spec import JobSpec
 from tests.build_env import BuildEnv, make_build_env
+from tests.lifecycle_cli import Done
+from tests.lifecycle_cli import scriptbuilder as run_cli
 from tests.slurm_cluster.cluster import SlurmCluster, _free_port
 from tests.ssh_server.server import SshServer
-from tests.test_lifecycle_slurm import scriptbuilder as run_cli
 from tests.test_slurm_jobs import cluster_slurm_env
 
 pytestmark = pytest.mark.slurm
@@ -194,7 +196,7 @@ def test_upload_puts_script_and_extra_files_in_remote_work_dir(
     spec = build_remote(remote_env, "echo uploaded")
     remote_dir = Path(spec["remote_work_dir"])
     assert not remote_dir.exists()
-    script = upload(transport(ssh_server), spec, remote_env.work_dir)
+    script = upload(transport(ssh_server), JobSpec.model_validate(spec), remote_env.work_dir)
     assert script == str(remote_dir / spec["script_name"])
     local_script = Path(spec["script_path"])
     assert Path(script).read_bytes() == local_script.read_bytes()
@@ -214,7 +216,7 @@ def test_upload_with_a_missing_extra_file_sends_nothing(
     spec = build_remote(remote_env, "true")
     spec["extra_files"] = [*spec["extra_files"], str(remote_env.work_dir / "gone.sh")]
     with pytest.raises(TransportError, match=r"extra_files entry .*gone\.sh"):
-        upload(transport(ssh_server), spec, remote_env.work_dir)
+        upload(transport(ssh_server), JobSpec.model_validate(spec), remote_env.work_dir)
     assert not Path(spec["remote_work_dir"]).exists()
 
 
@@ -275,7 +277,7 @@ def test_unreachable_host_submits_nothing(
 # ----- the command line -------------------------------------------------------------------------
 
 
-def scriptbuilder(*args: str) -> subprocess.CompletedProcess[str]:
+def scriptbuilder(*args: str) -> Done:
     """The CLI with no Slurm of its own: SLURM_CONF unset, so only ssh reaches the cluster."""
     return run_cli(*args, env={k: v for k, v in os.environ.items() if not k.startswith("SLURM_")})
 

@@ -36,6 +36,7 @@ import pytest
 from scriptbuilder.lifecycle.slurm import SlurmError, sbatch
 from scriptbuilder.lifecycle.transport import LocalTransport
 from tests.build_env import make_build_env
+from tests.lifecycle_cli import scriptbuilder
 from tests.slurm_cluster.cluster import SlurmCluster, parse_scontrol
 from tests.test_slurm_jobs import cluster_slurm_env
 from tests.test_slurm_perf import perf_request
@@ -60,17 +61,6 @@ STANDIN = {  # the pytest stand-in's environment per case
 }
 PYTEST_FILE = "accuracy/test_llm_api_pytorch.py"
 TEST_ID = f"{PYTEST_FILE}::TestQwen3_30B_A3B::test_auto_dtype[tp4-attn_backend=TRTLLM]"
-
-
-def scriptbuilder(*args: str, env: dict[str, str], **kw: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "scriptbuilder", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=kw.pop("timeout", 300),
-        **kw,
-    )
 
 
 @dataclass

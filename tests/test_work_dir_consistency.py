@@ -173,35 +173,6 @@ def test_twenty_builds_at_once_follow_one_another(build_env: BuildEnv) -> None:
     _finished(work_dir, references, names)
 
 
-def _old_layout(work_dir: Path, files: Files, extra: dict[str, bytes]) -> None:
-    """work_dir as builds before plain files left it: links into
-    ``.scriptbuilder/current`` (a generation folder), a lock file."""
-    state = work_dir / ".scriptbuilder"
-    (state / "gen-1").mkdir(parents=True)
-    (state / "gen-2").mkdir()
-    (state / "gen-2" / "half.slurm").write_text("#!/bin/bash\n")
-    (state / "lock").write_bytes(b"0")
-    os.symlink("gen-1", state / "current")
-    for path, data in {**files, **extra}.items():
-        name = Path(path).name
-        (state / "gen-1" / name).write_bytes(data)
-        Path(path).unlink(missing_ok=True)
-        os.symlink(f".scriptbuilder/current/{name}", path)
-    os.symlink(".scriptbuilder/current/gone.sh", work_dir / "gone.sh")
-
-
-def test_a_work_dir_of_linked_generations_becomes_plain_files(build_env: BuildEnv) -> None:
-    requests, work_dir, names = _requests(build_env), build_env.work_dir, set[str]()
-    references = _references(requests, work_dir, names)
-    kept = {str(work_dir / "notes.txt"): b"an earlier build's extra file\n"}
-    _old_layout(work_dir, references[1], kept)
-    assert _reap(_fork(requests[:1], loop=False)) == 0
-    assert not (work_dir / ".scriptbuilder").exists()
-    assert (work_dir / "notes.txt").read_bytes() == kept[str(work_dir / "notes.txt")]
-    assert not os.path.lexists(work_dir / "gone.sh")  # a link that showed nothing
-    _finished(work_dir, references, names | {"notes.txt"})
-
-
 def test_a_failed_perf_build_changes_nothing(
     build_env: BuildEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -292,8 +292,8 @@ def release_command(work_dir: str) -> None:
     repo_root of WORK_DIR's build."""
     with _errors():
         build = load_build(Path(work_dir))
-        repo_root = build.spec.get("repo_root")
-        if not isinstance(repo_root, str) or not repo_root:
+        repo_root = build.spec.repo_root
+        if not repo_root:
             raise LifecycleError(
                 f"job_spec.json of {work_dir} has no repo_root, so no allocation record is "
                 "known: build again with repo_root set"
@@ -334,7 +334,7 @@ def results_command(work_dir: str, as_json: bool, junit_file: str | None, **opti
     ended in is unfinished): a table, failures first."""
     with _errors():
         run = open_run(work_dir, transport=_ssh_transport(work_dir, options))
-        if run.build.spec.get("test_records") is None:
+        if run.build.spec.test_records is None:
             raise LifecycleError(
                 f"the build in {work_dir} records no tests (only pytest jobs do): "
                 "use status or watch for its verdict"

@@ -68,7 +68,9 @@ from typing import Any
 
 from scriptbuilder.inputs.slurm_time import time_limit_minutes
 from scriptbuilder.lifecycle import slurm
-from scriptbuilder.lifecycle.transport import Transport, TransportError
+from scriptbuilder.lifecycle.errors import TransportError
+from scriptbuilder.lifecycle.transport import Transport
+from scriptbuilder.models.job_spec import JobSpec, SlurmParams
 from scriptbuilder.outputs.atomic import write_atomic
 
 #: Where the executor and scriptbuilder record the allocation, under repo_root.
@@ -186,21 +188,21 @@ def _str_or_none(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _spec_field(job_spec: Mapping[str, Any], name: str) -> Any:
-    value = job_spec.get(name)
+def _spec_field(job_spec: JobSpec, name: str) -> str:
+    value = getattr(job_spec, name)
     if value in (None, ""):
         raise TransportError(
             f"job_spec.json has no {name}, which persistent mode needs; rebuild the job "
             "(scriptbuilder build) or set persistent_mode false"
         )
-    return value
+    return str(value)
 
 
-def _params(job_spec: Mapping[str, Any]) -> Mapping[str, Any]:
-    params = _spec_field(job_spec, "slurm_params")
-    if not isinstance(params, Mapping):
-        raise TransportError("job_spec.json slurm_params is not an object; rebuild the job")
-    return params
+def _params(job_spec: JobSpec) -> SlurmParams:
+    if job_spec.slurm_params is None:
+        _spec_field(job_spec, "slurm_params")
+    assert job_spec.slurm_params is not None
+    return job_spec.slurm_params
 
 
 def record_path(repo_root: str | os.PathLike[str]) -> Path:
@@ -258,19 +260,19 @@ def _live(transport: Transport, job_id: str) -> _Live | None:
     return _Live(state, _seconds_left(left), partition, count, nodelist)
 
 
-def _fits(allocation: Allocation, live: _Live, job_spec: Mapping[str, Any]) -> bool:
+def _fits(allocation: Allocation, live: _Live, job_spec: JobSpec) -> bool:
     params = _params(job_spec)
-    needed_gpus = params.get("gpus_per_node")
+    needed_gpus = params.gpus_per_node
     return (
         live.state == "RUNNING"
         and (live.seconds_left is None or live.seconds_left > REUSE_MARGIN_SECONDS)
-        and live.partition == allocation.partition == params.get("partition")
-        and allocation.docker_image == job_spec.get("docker_image")
-        and min(allocation.nodes, live.nodes) >= int(params.get("nodes") or 1)
+        and live.partition == allocation.partition == params.partition
+        and allocation.docker_image == job_spec.docker_image
+        and min(allocation.nodes, live.nodes) >= (params.nodes or 1)
         and (
             needed_gpus is None
             or allocation.gpus_per_node is None
-            or allocation.gpus_per_node >= int(needed_gpus)
+            or allocation.gpus_per_node >= needed_gpus
         )
     )
 
@@ -291,12 +293,10 @@ def _new_time_limit(job_limit: str) -> str:
     return job_limit if minutes is None or minutes > default else DEFAULT_TIME_LIMIT
 
 
-def _allocate(job_spec: Mapping[str, Any], transport: Transport, *, now: datetime) -> Allocation:
+def _allocate(job_spec: JobSpec, transport: Transport, *, now: datetime) -> Allocation:
     params = _params(job_spec)
-    partition = str(_spec_field(params, "partition"))
-    account = str(_spec_field(params, "account"))
-    nodes = int(params.get("nodes") or 1)
-    time_limit = _new_time_limit(str(params.get("time_limit") or DEFAULT_TIME_LIMIT))
+    partition, account, nodes = params.partition, params.account, params.nodes or 1
+    time_limit = _new_time_limit(params.time_limit or DEFAULT_TIME_LIMIT)
     argv = [
         "salloc",
         "--no-shell",
@@ -305,11 +305,11 @@ def _allocate(job_spec: Mapping[str, Any], transport: Transport, *, now: datetim
         f"--partition={partition}",
         f"--account={account}",
         f"--nodes={nodes}",
-        f"--ntasks-per-node={int(params.get('ntasks_per_node') or 1)}",
+        f"--ntasks-per-node={params.ntasks_per_node or 1}",
         f"--time={time_limit}",
     ]
-    if params.get("gres"):
-        argv.append(f"--gres={params['gres']}")
+    if params.gres:
+        argv.append(f"--gres={params.gres}")
     result = transport.run(argv, timeout=GRANT_WAIT_SECONDS + 60)
     granted = _GRANTED.search(result.stderr.decode(errors="replace"))
     if result.returncode != 0 or granted is None:
@@ -325,29 +325,23 @@ def _allocate(job_spec: Mapping[str, Any], transport: Transport, *, now: datetim
     live = _live(transport, job_id)
     return Allocation(
         job_id=job_id,
-        container_name=_str_or_none(job_spec.get("container_name")),
+        container_name=job_spec.container_name,
         nodelist=live.nodelist if live else "",
         partition=partition,
         account=account,
         nodes=live.nodes if live and live.nodes else nodes,
-        gpus_per_node=_int_or_none(params.get("gpus_per_node")),
-        docker_image=str(_spec_field(job_spec, "docker_image")),
-        container_mounts=_str_or_none(job_spec.get("container_mounts")),
+        gpus_per_node=params.gpus_per_node,
+        docker_image=_spec_field(job_spec, "docker_image"),
+        container_mounts=job_spec.container_mounts,
         allocated_at=now.isoformat(timespec="seconds"),
         time_limit=time_limit,
         installed=False,
     )
 
 
-def _int_or_none(value: object) -> int | None:
-    return int(value) if isinstance(value, (int, str)) and str(value).isdigit() else None
-
-
-def acquire(
-    job_spec: Mapping[str, Any], transport: Transport, *, now: datetime
-) -> tuple[Allocation, bool]:
+def acquire(job_spec: JobSpec, transport: Transport, *, now: datetime) -> tuple[Allocation, bool]:
     """The allocation the job runs in and whether it was reused (see the module text)."""
-    repo_root = str(_spec_field(job_spec, "repo_root"))
+    repo_root = _spec_field(job_spec, "repo_root")
     with _locked(repo_root):
         recorded = read_record(repo_root)
         if recorded is not None:
@@ -362,24 +356,22 @@ def acquire(
         return allocation, False
 
 
-def _run_paths(job_spec: Mapping[str, Any]) -> tuple[str, str, str]:
-    work_dir = str(_spec_field(job_spec, "work_dir"))
+def _run_paths(job_spec: JobSpec) -> tuple[str, str, str]:
+    work_dir = _spec_field(job_spec, "work_dir")
     stem = f"{_spec_field(job_spec, 'model_name')}_{_spec_field(job_spec, 'workflow_type')}"
     base = os.path.join(work_dir, stem)
     return f"{base}.log", f"{base}.exit_code", f"{base}.pid"
 
 
-def _slurm_env(
-    job_spec: Mapping[str, Any], allocation: Allocation, end_time: int | None
-) -> dict[str, str]:
+def _slurm_env(job_spec: JobSpec, allocation: Allocation, end_time: int | None) -> dict[str, str]:
     params = _params(job_spec)
-    nodes = str(int(params.get("nodes") or allocation.nodes))
+    nodes = str(params.nodes or allocation.nodes)
     env = {
         "SLURM_JOB_ID": allocation.job_id,
         "SLURM_JOB_NUM_NODES": nodes,
         "SLURM_NNODES": nodes,
-        "SLURM_NTASKS": str(int(params.get("ntasks") or 1)),
-        "SLURM_NTASKS_PER_NODE": str(int(params.get("ntasks_per_node") or 1)),
+        "SLURM_NTASKS": str(params.ntasks or 1),
+        "SLURM_NTASKS_PER_NODE": str(params.ntasks_per_node or 1),
         "SLURM_NODELIST": allocation.nodelist,
         "SLURM_JOB_NODELIST": allocation.nodelist,
     }
@@ -388,15 +380,13 @@ def _slurm_env(
     return env
 
 
-def _end_time(
-    job_spec: Mapping[str, Any], allocation: Allocation, transport: Transport
-) -> int | None:
+def _end_time(job_spec: JobSpec, allocation: Allocation, transport: Transport) -> int | None:
     """The earlier of the job's time limit from now and the allocation's end
     (epoch seconds, by this machine's clock: the script compares it with
     ``date +%s``); None when neither has a limit."""
     limits: list[int] = []
     try:
-        minutes = time_limit_minutes(str(_params(job_spec).get("time_limit") or "infinite"))
+        minutes = time_limit_minutes(_params(job_spec).time_limit or "infinite")
     except ValueError:
         minutes = None
     if minutes is not None:
@@ -408,15 +398,15 @@ def _end_time(
 
 
 def start(
-    job_spec: Mapping[str, Any],
+    job_spec: JobSpec,
     allocation: Allocation,
     transport: Transport,
     *,
     reused: bool = False,
 ) -> PersistentRun:
     """Start the job's script detached inside ``allocation`` (see the module text)."""
-    script = str(_spec_field(job_spec, "script_path"))
-    work_dir = str(_spec_field(job_spec, "work_dir"))
+    script = _spec_field(job_spec, "script_path")
+    work_dir = _spec_field(job_spec, "work_dir")
     log_path, status_path, pid_path = _run_paths(job_spec)
     transport.run(["rm", "-f", "--", status_path, pid_path], timeout=30)  # of an earlier run
     env = _slurm_env(job_spec, allocation, _end_time(job_spec, allocation, transport))
@@ -449,7 +439,7 @@ def _wait_for_pid(transport: Transport, pid_path: str) -> int:
         time.sleep(0.05)
 
 
-def submit(job_spec: Mapping[str, Any], transport: Transport, *, now: datetime) -> PersistentRun:
+def submit(job_spec: JobSpec, transport: Transport, *, now: datetime) -> PersistentRun:
     """:func:`acquire` then :func:`start`."""
     allocation, reused = acquire(job_spec, transport, now=now)
     return start(job_spec, allocation, transport, reused=reused)

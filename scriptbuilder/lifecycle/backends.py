@@ -91,7 +91,7 @@ class Sbatch(Backend):
     ) -> dict[str, Any]:
         spec = build.spec
         if build.where is not None and build.where.transport == "ssh":
-            submit_dir = str(spec.get("remote_work_dir") or "")
+            submit_dir = spec.remote_work_dir or ""
             if not submit_dir:
                 raise LifecycleError("job_spec.json has no remote_work_dir: set it in the request")
             script = remote.upload(transport, spec, build.work_dir)
@@ -99,7 +99,7 @@ class Sbatch(Backend):
             submit_dir, script = str(build.work_dir), str(build.script)
         job_id = _call(slurm.sbatch, transport, script, submit_dir, after)
         text = build.script.read_text(encoding="utf-8", errors="replace")
-        out, err = slurm_log_paths(text, submit_dir, job_id, str(spec.get("job_name", "")))
+        out, err = slurm_log_paths(text, submit_dir, job_id, spec.job_name)
         return dict(
             job_id=job_id,
             script_path=script,
@@ -185,8 +185,8 @@ class Docker(Backend):
         if after:
             raise LifecycleError("--after needs Slurm: local_docker runs start at once")
         spec = build.spec
-        container = docker.container_name(spec)
-        log = Path(spec.get("log_file") or build.work_dir / f"{spec.get('job_name', '')}.log")
+        container = spec.job_name  # the container's --name (see the field)
+        log = Path(spec.log_file or build.work_dir / f"{container}.log")
         exit_file = log.with_suffix(".exit_code")
         env = transport.env if isinstance(transport, LocalTransport) else None
         pid = docker.start(build.script, log, exit_file, env)

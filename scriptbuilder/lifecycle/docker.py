@@ -4,32 +4,20 @@ The command runs under a wrapper in its own session (it outlives the caller):
 ``bash docker_cmd.sh > LOG 2>&1``, then the status is written to the exit file
 (temporary name, then rename), so the container's status survives where
 ``... | tee LOG`` would keep tee's. Cancel is ``docker stop NAME`` with the
-container's own ``--name``: no other container of the image is touched.
+container's own ``--name`` (job_spec.json's ``job_name``, which for local_docker
+is the container's name): no other container of the image is touched.
 """
 
 from __future__ import annotations
 
-import shlex
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from scriptbuilder.lifecycle.errors import LifecycleError
 from scriptbuilder.lifecycle.transport import Transport
 
 _WRAPPER = 'bash "$1" > "$2" 2>&1; rc=$?; echo "$rc" > "$3.tmp"; mv -f "$3.tmp" "$3"'
-
-
-def container_name(spec: dict[str, Any]) -> str:
-    """The ``--name`` of job_spec.json's docker_cmd."""
-    words = shlex.split(str(spec.get("docker_cmd") or ""))
-    for i, word in enumerate(words):
-        if word.startswith("--name="):
-            return word.split("=", 1)[1]
-        if word == "--name" and i + 1 < len(words):
-            return words[i + 1]
-    raise LifecycleError("docker_cmd in job_spec.json has no --name: run the build again")
 
 
 def start(script: Path, log: Path, exit_file: Path, env: Mapping[str, str] | None) -> int:

@@ -7,18 +7,15 @@ the end, and excerpts are the last lines anyway.
 
 from __future__ import annotations
 
-import contextlib
-import fnmatch
 import re
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scriptbuilder.lifecycle.transport import Transport
+from scriptbuilder.resolution.secrets import mask
 
 TAIL_BYTES = 256 * 1024
 HEAD_BYTES = 64 * 1024
-SECRET_NAMES = ("*TOKEN*", "*SECRET*", "*PASSWORD*", "*KEY*")
 HANG = re.compile(r"hang detected", re.IGNORECASE)
 _OUTCOME = r"\d+ (?:passed|failed|skipped|deselected|xfailed|xpassed|warnings?|errors?|rerun)"
 # pytest's last line, e.g. "==== 1 failed, 2 passed in 3.02s ====" (srun -l puts "0: " first)
@@ -85,47 +82,19 @@ class LogView:
         return parts
 
 
-def secret_values(script_text: str) -> list[str]:
-    """Values of the script's ``CUSTOM_ENV`` assignments whose names look secret
-    (the builder's default patterns; the request's own are not known here)."""
-    found: list[str] = []
-    for line in script_text.splitlines():
-        if "CUSTOM_ENV=" not in line:
-            continue
-        try:
-            words = shlex.split(line.rstrip().removesuffix("\\"))  # a continued line
-        except ValueError:
-            continue
-        for word in words:
-            _, sep, value = word.partition("CUSTOM_ENV=")
-            if not sep or _ not in ("", "--env="):
-                continue
-            with contextlib.suppress(ValueError):
-                for assignment in shlex.split(value):
-                    name, _, secret = assignment.partition("=")
-                    if secret and any(fnmatch.fnmatch(name.upper(), p) for p in SECRET_NAMES):
-                        found.append(secret)
-    return sorted(set(found), key=len, reverse=True)
-
-
-def _masked(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, "***")
-    return text
-
-
 def read_logs(
     transport: Transport, out_path: str | None, err_path: str | None, secrets: Sequence[str] = ()
 ) -> LogView:
     """The bounded view of the logs, with ``secrets`` shown as ``***``."""
+    secrets = tuple(secrets)
     view = LogView(out_path, err_path)
     if out_path:
-        view.out_tail = _masked(
+        view.out_tail = mask(
             text_of(transport.read_tail(out_path, TAIL_BYTES), TAIL_BYTES), secrets
         )
     if err_path and err_path != out_path:
-        view.err_head = _masked(text_of(transport.read_head(err_path, HEAD_BYTES)), secrets)
-        view.err_tail = _masked(
+        view.err_head = mask(text_of(transport.read_head(err_path, HEAD_BYTES)), secrets)
+        view.err_tail = mask(
             text_of(transport.read_tail(err_path, TAIL_BYTES), TAIL_BYTES), secrets
         )
     return view

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scriptbuilder.lifecycle.transport import Transport
+from scriptbuilder.models.job_spec import JobSpec
+from scriptbuilder.resolution.secrets import mask
 
 PIECE_BYTES = 4 * 1024 * 1024
 MAX_BYTES = 64 * 1024 * 1024
@@ -104,9 +106,9 @@ class TestRecords:
         return sorted(self.tests, key=lambda t: order.get(t.outcome, len(order)))
 
 
-def _masked(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, "***")
+def _message(text: str, secrets: Sequence[str]) -> str:
+    """The first non-blank line of ``text``, secrets masked, at most MESSAGE_CHARS."""
+    text = mask(text, tuple(secrets))
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     return first[:MESSAGE_CHARS]
 
@@ -148,7 +150,7 @@ class _Reader:
                 test_id,
                 str(record["outcome"]),
                 float(duration) if isinstance(duration, (int, float)) else None,
-                _masked(str(record.get("message") or ""), self.secrets),
+                _message(str(record.get("message") or ""), self.secrets),
             )
 
     def records(self) -> TestRecords:
@@ -184,12 +186,9 @@ def read_records(
     return reader.records()
 
 
-def records_path(spec: dict[str, Any], job_id: str) -> str | None:
+def records_path(spec: JobSpec, job_id: str) -> str | None:
     """job_spec.json's ``test_records`` with ``%j`` replaced by the job id."""
-    pattern = spec.get("test_records")
-    if not isinstance(pattern, str) or not pattern:
-        return None
-    return pattern.replace("%j", job_id)
+    return spec.test_records.replace("%j", job_id) if spec.test_records else None
 
 
 def verdict_fields(records: TestRecords | None, gpus: Any) -> dict[str, Any]:

@@ -8,18 +8,16 @@ it was submitted, the log paths as the job writes them, and the sha256 of the
 build is told apart; ``kind``, the backend that started it; once the job has ended,
 ``report``, its verdict report, which later looks return without asking the
 scheduler. It is written by temporary file and rename, so a reader sees the old
-record or the new one; :func:`update` changes it under ``.run.json.lock``.
+record or the new one; it is written under the work_dir's lock
+(:func:`scriptbuilder.outputs.atomic.locked`), and :func:`update` reads and
+changes it there.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
-import json
 import re
 import shlex
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -28,8 +26,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from scriptbuilder.lifecycle.errors import LifecycleError
-from scriptbuilder.outputs.atomic import write_atomic
+from scriptbuilder.models.job_spec import JobSpec
+from scriptbuilder.outputs.atomic import locked, write_atomic
 from scriptbuilder.scenarios.base import Scenario
+from scriptbuilder.scenarios.docker import SCRIPT_NAME as DOCKER_SCRIPT
 from scriptbuilder.scenarios.registry import spec_scenario
 
 RUN_FILE = "run.json"
@@ -40,10 +40,11 @@ Kind = Literal["sbatch", "persistent", "docker"]
 
 @dataclass
 class Build:
-    """A written build: its job_spec.json (as a dict) and the file to run."""
+    """A written build: its job_spec.json (read through :class:`JobSpec`) and the file
+    to run."""
 
     work_dir: Path
-    spec: dict[str, Any]
+    spec: JobSpec
     spec_sha256: str
     script: Path
     script_sha256: str
@@ -55,7 +56,7 @@ class Build:
 
     @property
     def scenario(self) -> str:
-        return self.where.name if self.where else str(self.spec.get("scenario") or "")
+        return self.where.name if self.where else self.spec.scenario
 
 
 def sha256(data: bytes) -> str:
@@ -72,23 +73,27 @@ def load_build(work_dir: Path) -> Build:
     except FileNotFoundError:
         raise LifecycleError(f"{spec_path} not found: nothing built there ({fix})") from None
     try:
-        spec = json.loads(raw)
-    except ValueError:
-        raise LifecycleError(f"{spec_path} is not JSON (half written?): {fix}") from None
-    if not isinstance(spec, dict):
-        raise LifecycleError(f"{spec_path} is not a job_spec.json object: {fix}")
-    if (where := spec_scenario(spec)) is not None and where.backend(spec) == "docker":
-        script = work_dir / "docker_cmd.sh"
-    elif spec.get("script_path"):
-        script = Path(spec["script_path"])
+        spec = JobSpec.model_validate_json(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        if first["type"] == "json_invalid":
+            raise LifecycleError(f"{spec_path} is not JSON (half written?): {fix}") from None
+        where = ".".join(str(p) for p in first["loc"]) or "document"
+        raise LifecycleError(
+            f"{spec_path} is not a job spec ({where}: {first['msg']}): {fix}"
+        ) from None
+    if (scenario := spec_scenario(spec)) is not None and scenario.backend(spec) == "docker":
+        script = work_dir / DOCKER_SCRIPT
+    elif spec.script_path:
+        script = Path(spec.script_path)
     else:
         raise LifecycleError(f"{spec_path} names no script_path: {fix}")
     try:
         body = script.read_bytes()
     except OSError:
         raise LifecycleError(f"{script} (named by {spec_path}) is missing: {fix}") from None
-    want = spec.get("script_sha256")
-    if isinstance(want, str) and want != sha256(body):
+    want = spec.script_sha256
+    if want is not None and want != sha256(body):
         raise LifecycleError(f"{script} does not match script_sha256 of {spec_path}: {fix}")
     return Build(work_dir, spec, sha256(raw), script, sha256(body))
 
@@ -157,14 +162,6 @@ class RunRecord(BaseModel):
         write_atomic(work_dir / RUN_FILE, self.model_dump_json(indent=2) + "\n")
 
 
-@contextlib.contextmanager
-def locked(work_dir: Path) -> Iterator[None]:
-    """Hold ``work_dir/.run.json.lock``: one reader-and-writer of run.json at a time."""
-    with open(work_dir / f".{RUN_FILE}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
 def update(build: Build, record: RunRecord, **changes: Any) -> RunRecord:
     """``record`` with ``changes``, over what run.json holds now for the same job (a
     cancel from another process is kept), written back; a run.json that now
@@ -175,7 +172,7 @@ def update(build: Build, record: RunRecord, **changes: Any) -> RunRecord:
             return record.model_copy(update=changes)
         new = (latest or record).model_copy(update=changes)
         new.write(build.work_dir)
-        return new
+    return new
 
 
 def read_record(

@@ -14,15 +14,15 @@ from __future__ import annotations
 import os
 import posixpath
 import stat
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from scriptbuilder.lifecycle.transport import Transport, TransportError
+from scriptbuilder.lifecycle.errors import TransportError
+from scriptbuilder.lifecycle.transport import Transport
+from scriptbuilder.models.job_spec import JobSpec
 
 
-def _field(job_spec: Mapping[str, Any], name: str) -> str:
-    value = job_spec.get(name)
+def _field(job_spec: JobSpec, name: str) -> str:
+    value = getattr(job_spec, name)
     if not isinstance(value, str) or not value:
         raise TransportError(
             f"job_spec.json has no {name}, which a remote_slurm submit needs; "
@@ -46,20 +46,20 @@ def _read(path: Path, name: str) -> tuple[bytes, int]:
         ) from None
 
 
-def remote_script_path(job_spec: Mapping[str, Any]) -> str:
+def remote_script_path(job_spec: JobSpec) -> str:
     """``<remote_work_dir>/<script_name>``: where :func:`upload` puts the script."""
     remote_dir = _field(job_spec, "remote_work_dir")
-    name = job_spec.get("script_name") or posixpath.basename(_field(job_spec, "script_path"))
-    return posixpath.join(remote_dir, str(name))
+    name = job_spec.script_name or posixpath.basename(_field(job_spec, "script_path"))
+    return posixpath.join(remote_dir, name)
 
 
-def upload(transport: Transport, job_spec: Mapping[str, Any], work_dir: Path) -> str:
+def upload(transport: Transport, job_spec: JobSpec, work_dir: Path) -> str:
     """Copy the script and ``extra_files`` into ``remote_work_dir``; the remote script path."""
     remote_dir = _field(job_spec, "remote_work_dir")
     target = remote_script_path(job_spec)
     files = [(target, *_read(_local(_field(job_spec, "script_path"), work_dir), "script_path"))]
-    for extra in job_spec.get("extra_files") or []:
-        local = _local(str(extra), work_dir)
+    for extra in job_spec.extra_files:
+        local = _local(extra, work_dir)
         files.append((posixpath.join(remote_dir, local.name), *_read(local, "extra_files entry")))
     made = transport.run(["mkdir", "-p", "--", remote_dir])
     if made.returncode != 0:

@@ -27,7 +27,7 @@ from typing import Any
 from scriptbuilder.lifecycle.backends import BACKENDS, Backend, kind_of
 from scriptbuilder.lifecycle.durations import parse_duration
 from scriptbuilder.lifecycle.errors import LifecycleError
-from scriptbuilder.lifecycle.logs import LogView, read_logs, secret_values
+from scriptbuilder.lifecycle.logs import LogView, read_logs
 from scriptbuilder.lifecycle.outcomes import TestRecords, read_records, records_path
 from scriptbuilder.lifecycle.record import (
     RUN_FILE,
@@ -35,7 +35,6 @@ from scriptbuilder.lifecycle.record import (
     Replaced,
     RunRecord,
     load_build,
-    locked,
     read_record,
     update,
 )
@@ -43,6 +42,10 @@ from scriptbuilder.lifecycle.slurm import JobState, Phase
 from scriptbuilder.lifecycle.ssh import SshTransport
 from scriptbuilder.lifecycle.transport import LocalTransport, Transport
 from scriptbuilder.lifecycle.verdict import NOT_FINISHED, Verdict, decide, report
+from scriptbuilder.models.defaults import DEFAULT_SECRET_PATTERNS
+from scriptbuilder.models.job_spec import JobSpec
+from scriptbuilder.outputs.atomic import locked
+from scriptbuilder.resolution.secrets import script_secrets
 from scriptbuilder.version import __version__
 
 Clock = Callable[[], datetime]
@@ -90,7 +93,8 @@ class Run:
 
     def __init__(self, build: Build, record: RunRecord, transport: Transport, clock: Clock):
         self.build, self.record, self.transport, self.clock = build, record, transport, clock
-        self.secrets = secret_values(build.script.read_text(encoding="utf-8", errors="replace"))
+        text = build.script.read_text(encoding="utf-8", errors="replace")
+        self.secrets = script_secrets(text, DEFAULT_SECRET_PATTERNS)
 
     @property
     def job_id(self) -> str:
@@ -207,25 +211,17 @@ def _seconds(value: float | str) -> float:
     return parse_duration(value, "timeout")
 
 
-def monitor_timeout(spec: dict[str, Any]) -> float:
-    """The build's monitor_timeout (job_spec.json ``monitor_timeout_seconds`` or
-    ``monitor_timeout``), else 1h."""
-    for key in ("monitor_timeout_seconds", "monitor_timeout"):
-        value = spec.get(key)
+def monitor_timeout(spec: JobSpec) -> float:
+    """The build's monitor_timeout (job_spec.json ``monitor_timeout_seconds``, a key the
+    orchestrator may write, or ``monitor_timeout``), else 1h."""
+    given = {"monitor_timeout_seconds": (spec.model_extra or {}).get("monitor_timeout_seconds")}
+    for key, value in (given | {"monitor_timeout": spec.monitor_timeout}).items():
         if value not in (None, ""):
             try:
                 return parse_duration(value, key)
             except ValueError as exc:
                 raise LifecycleError(f"{exc} (job_spec.json {key})") from None
     return DEFAULT_MONITOR_TIMEOUT
-
-
-def _remote_transport(spec: dict[str, Any]) -> Transport:
-    env = spec.get("slurm_env") or {}
-    host = spec.get("ssh_host") or env.get("ssh_host")
-    if not host:
-        raise LifecycleError("job_spec.json has no ssh_host: set ssh_host in the request")
-    return SshTransport(str(host), user=spec.get("slurm_user") or env.get("slurm_user"))
 
 
 def _transport_settings(transport: Transport) -> dict[str, Any]:
@@ -278,7 +274,7 @@ def submit(
         if replaces is not None and on_replace is not None:
             on_replace(replaces)
         if transport is None and build.where is not None and build.where.transport == "ssh":
-            transport = _remote_transport(build.spec)
+            transport = SshTransport.from_job_spec(build.spec)
         transport = transport or LocalTransport()
         kind = kind_of(build)
         submitted_at = clock()  # before the start: the job's records come after it
@@ -286,7 +282,7 @@ def submit(
         record = RunRecord(
             kind=kind,
             scenario=build.scenario,
-            workflow=str(build.spec.get("workflow_type", "")),
+            workflow=build.spec.workflow_type,
             host=transport.describe(),
             transport=_transport_settings(transport),
             submitted_at=submitted_at,

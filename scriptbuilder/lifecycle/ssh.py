@@ -25,10 +25,10 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from scriptbuilder.lifecycle.transport import TransportError
+from scriptbuilder.lifecycle.errors import TransportError
+from scriptbuilder.models.job_spec import JobSpec
 
 #: Exit status of ssh when the connection (not the remote command) failed.
 SSH_FAILED = 255
@@ -106,17 +106,16 @@ class SshTransport:
     @classmethod
     def from_job_spec(
         cls,
-        job_spec: Mapping[str, Any],
+        job_spec: JobSpec,
         *,
         control_path: str | None = None,
         options: Sequence[str] = (),
     ) -> SshTransport:
         """The login node of a remote_slurm build: ``ssh_host`` and ``slurm_user`` of
         job_spec.json, else of its ``slurm_env``."""
-        probed = job_spec.get("slurm_env")
-        probed = probed if isinstance(probed, Mapping) else {}
-        host = job_spec.get("ssh_host") or probed.get("ssh_host")
-        user = job_spec.get("slurm_user") or probed.get("slurm_user")
+        probed = job_spec.slurm_env or {}
+        host = job_spec.ssh_host or probed.get("ssh_host")
+        user = job_spec.slurm_user or probed.get("slurm_user")
         if not isinstance(host, str) or not host:
             raise TransportError(
                 "job_spec.json has no ssh_host, so the login node is unknown: set ssh_host "

@@ -15,6 +15,7 @@ from typing import Any
 from scriptbuilder.lifecycle.logs import LogView, matched, pytest_summary
 from scriptbuilder.lifecycle.outcomes import TestRecords, verdict_fields
 from scriptbuilder.lifecycle.slurm import JobState
+from scriptbuilder.models.job_spec import JobSpec
 
 
 class Verdict(str, Enum):
@@ -54,7 +55,7 @@ _NODE = {"NODE_FAIL", "BOOT_FAIL", "PREEMPTED"}
 def decide(
     job: JobState,
     logs: LogView,
-    spec: dict[str, Any],
+    spec: JobSpec,
     ended_by: str | None,
     records: TestRecords | None = None,
 ) -> Verdict:
@@ -72,9 +73,9 @@ def decide(
     if job.state == "CANCELLED" or (failed and ended_by == "cancel"):
         return Verdict.CANCELLED  # (a docker or persistent run stopped by cancel)
     if failed:
-        if matched(logs.out_tail, list(spec.get("timeout_patterns") or [])):
+        if matched(logs.out_tail, spec.timeout_patterns):
             return Verdict.TIMEOUT
-        if job.exit_code == PYTEST_NO_TESTS and spec.get("workflow_type") == "pytest":
+        if job.exit_code == PYTEST_NO_TESTS and spec.workflow_type == "pytest":
             return Verdict.NO_TESTS_RAN
         return Verdict.FAILED
     if records is not None and records.sessions:
@@ -90,7 +91,7 @@ def report(
     job_id: str,
     job: JobState,
     logs: LogView,
-    spec: dict[str, Any],
+    spec: JobSpec,
     records: TestRecords | None = None,
 ) -> dict[str, Any]:
     """The verdict JSON (``verdict`` null while the job is not finished): ``phase``
@@ -99,8 +100,9 @@ def report(
     the script's closing line once Slurm no longer knew the job)."""
     text = logs.out_tail + "\n" + logs.err_tail
     patterns = {
-        kind: matched(text, list(spec.get(f"{kind}_patterns") or []))
-        for kind in ("success", "failure", "timeout")
+        "success": matched(text, spec.success_patterns),
+        "failure": matched(text, spec.failure_patterns),
+        "timeout": matched(text, spec.timeout_patterns),
     }
     patterns["hang"] = ["hang detected"] if logs.hang else []
     bad = verdict not in (None, Verdict.PASSED, Verdict.MONITOR_TIMEOUT)
@@ -120,5 +122,5 @@ def report(
         "matched_patterns": patterns,
         "logs": {"out": logs.out_path, "err": logs.err_path},
         "excerpt": logs.excerpt(failed=bad),
-        **verdict_fields(records, spec.get("required_devices")),
+        **verdict_fields(records, spec.required_devices),
     }

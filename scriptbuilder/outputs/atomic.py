@@ -2,9 +2,9 @@
 flushed and renamed over the old one, so a reader sees the earlier file or the new one, never half
 of one.
 
-Builds into one work_dir hold an exclusive ``fcntl`` lock on ``<work_dir>/.scriptbuilder.lock`` (an
-empty file, kept) while they write; under it a build removes the temporary files of killed builds
-and turns the earlier layout (links into ``.scriptbuilder/current``) into plain files.
+Whatever writes into a work_dir (a build, the lifecycle's run.json) holds an exclusive ``fcntl``
+lock on ``<work_dir>/.scriptbuilder.lock`` (an empty file, kept) while it writes there, so under
+the lock every temporary file is a killed writer's: a build removes them all.
 """
 
 from __future__ import annotations
@@ -14,14 +14,12 @@ import errno
 import fcntl
 import os
 import re
-import shutil
 from collections.abc import Iterator
 
 from scriptbuilder.errors import BuildError
 
 LOCK_NAME = ".scriptbuilder.lock"
-_TEMP = re.compile(r"\..+\.(\d+)\.tmp\Z")
-_OLD_STATE = ".scriptbuilder"
+_TEMP = re.compile(r"\..+\.\d+\.tmp\Z")
 
 
 def _temp(path: str) -> str:
@@ -60,55 +58,35 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes, mode: int = 0o
         raise
 
 
-def _stale(entry: str) -> bool:
-    """A temporary file of a process that is gone, or of this one (under the lock
-    none of its own is in use)."""
-    match = _TEMP.match(entry)
-    if match is None or int(match[1]) == os.getpid():
-        return match is not None
-    try:
-        os.kill(int(match[1]), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:  # another user's
-        pass
-    return False
-
-
-def _plain_files(work_dir: str, state: str) -> None:
-    """Each link into ``.scriptbuilder`` replaced by a copy of what it shows (or
-    removed), then that folder removed, its ``current`` link last (so a build
-    killed meanwhile is followed by one that does it again)."""
-    for entry in os.listdir(work_dir):
-        path = os.path.join(work_dir, entry)
-        if os.path.islink(path) and os.readlink(path).startswith(_OLD_STATE + "/"):
-            try:
-                with open(path, "rb") as file:
-                    data, mode = file.read(), os.fstat(file.fileno()).st_mode & 0o7777
-            except FileNotFoundError:
-                _unlink(path)
-            else:
-                write_atomic(path, data, mode)
-    for entry in os.listdir(state):
-        if entry.startswith("gen-"):
-            shutil.rmtree(os.path.join(state, entry), ignore_errors=True)
-        elif entry == "lock" or _TEMP.match(entry):
-            _unlink(os.path.join(state, entry))
-    os.unlink(os.path.join(state, "current"))
-    with contextlib.suppress(OSError):  # kept when another tool put files there
-        os.rmdir(state)
-
-
-def lock(work_dir: str) -> int:
-    """Take ``work_dir``'s build lock, then tidy it up; returns the lock file to close."""
+def _take(work_dir: str) -> int:
+    """``work_dir``'s lock, held (the file descriptor to close)."""
     fd = os.open(os.path.join(work_dir, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        state = os.path.join(work_dir, _OLD_STATE)
-        if os.path.lexists(os.path.join(state, "current")):
-            _plain_files(work_dir, state)
-        for entry in filter(_stale, os.listdir(work_dir)):
-            _unlink(os.path.join(work_dir, entry))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+@contextlib.contextmanager
+def locked(work_dir: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold ``work_dir``'s lock for the block (writers other than a build)."""
+    fd = _take(os.fspath(work_dir))
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
+def lock(work_dir: str) -> int:
+    """Take ``work_dir``'s build lock, then remove the temporary files killed writers
+    left; returns the lock file to close."""
+    fd = _take(work_dir)
+    try:
+        for entry in os.listdir(work_dir):
+            if _TEMP.match(entry):
+                _unlink(os.path.join(work_dir, entry))
     except BaseException:
         os.close(fd)
         raise

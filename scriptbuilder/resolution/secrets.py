@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +76,28 @@ def mask_data(value: Any, secrets: tuple[str, ...]) -> Any:
     if isinstance(value, list):
         return [mask_data(item, secrets) for item in value]
     return value
+
+
+def script_secrets(script_text: str, patterns: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The secret values of a written script's ``CUSTOM_ENV`` (``export CUSTOM_ENV=...``
+    or docker's ``--env=CUSTOM_ENV=...``): what a job's logs may show, and the one file
+    that holds them (longest first)."""
+    found: list[str] = []
+    for line in script_text.splitlines():
+        if "CUSTOM_ENV=" not in line:
+            continue
+        try:
+            words = shlex.split(line.rstrip().removesuffix("\\"))  # a continued line
+        except ValueError:
+            continue
+        for word in words:
+            before, sep, value = word.partition("CUSTOM_ENV=")
+            if sep and before in ("", "--env="):
+                try:
+                    found += [a.value for a in secret_assignments(value, patterns)]
+                except BuildError:
+                    continue
+    return tuple(sorted(set(found), key=len, reverse=True))
 
 
 def request_secrets(request: BuildRequest) -> tuple[str, ...]:

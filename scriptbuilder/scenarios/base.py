@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from scriptbuilder.errors import BuildError
+from scriptbuilder.models.job_spec import JobSpec
 from scriptbuilder.models.slurm_env import SlurmEnv
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.mounts import Mounts, local_project
@@ -127,7 +128,7 @@ class Scenario(ABC):
         return {}
 
     @abstractmethod
-    def backend(self, spec: Mapping[str, Any]) -> BackendKind:
+    def backend(self, spec: JobSpec) -> BackendKind:
         """The lifecycle backend that starts a job built here (``spec``: its
         job_spec.json): ``sbatch``, ``persistent`` or ``docker``."""
 

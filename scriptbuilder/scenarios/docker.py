@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from scriptbuilder.inputs.command_check import MAX_ARG_BYTES
+from scriptbuilder.models.job_spec import JobSpec
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.image import chose_arch, chosen_image, image_in_form
 from scriptbuilder.resolution.mounts import Mounts, local_home
@@ -110,7 +110,7 @@ class Docker(Scenario):
             job_dir=ctx.request.work_dir,
         )
 
-    def backend(self, spec: Mapping[str, Any]) -> BackendKind:
+    def backend(self, spec: JobSpec) -> BackendKind:
         return "docker"
 
     def campaign_room(

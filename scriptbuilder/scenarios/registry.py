@@ -3,9 +3,9 @@ entry here and its value in the request model's ``ExecutionScenario``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from scriptbuilder.models.job_spec import JobSpec
 from scriptbuilder.scenarios.base import Scenario
 from scriptbuilder.scenarios.docker import Docker
 from scriptbuilder.scenarios.slurm import LocalSlurm, RemoteSlurm
@@ -21,7 +21,6 @@ def request_scenario(req: BuildRequest) -> Scenario:
     return SCENARIOS[req.execution_scenario]
 
 
-def spec_scenario(spec: Mapping[str, Any]) -> Scenario | None:
+def spec_scenario(spec: JobSpec) -> Scenario | None:
     """The scenario a job_spec.json names (None: none known)."""
-    name = spec.get("scenario") or spec.get("execution_scenario")
-    return SCENARIOS.get(str(name or ""))
+    return SCENARIOS.get(spec.scenario)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from scriptbuilder.errors import BuildError
 from scriptbuilder.inputs.command_check import check_counts
 from scriptbuilder.inputs.image_ref import enroot_problem
+from scriptbuilder.models.job_spec import JobSpec
 from scriptbuilder.resolution.context import Context
 from scriptbuilder.resolution.image import chose_arch, chosen_image, image_in_form, partition_arch
 from scriptbuilder.resolution.mounts import Mounts, cluster_home, cluster_project, local_home
@@ -245,7 +246,7 @@ class SlurmScenario(Scenario):
     def submit_target(self, place: Placement, refusal: str) -> SlurmTarget:
         return _target(place)
 
-    def backend(self, spec: Mapping[str, Any]) -> BackendKind:
+    def backend(self, spec: JobSpec) -> BackendKind:
         return "sbatch"
 
     def campaign_room(
@@ -361,8 +362,8 @@ class LocalSlurm(SlurmScenario):
     def home(self, ctx: Context) -> str:
         return local_home(ctx)
 
-    def backend(self, spec: Mapping[str, Any]) -> BackendKind:
-        return "persistent" if spec.get("persistent_mode") else "sbatch"
+    def backend(self, spec: JobSpec) -> BackendKind:
+        return "persistent" if spec.persistent_mode else "sbatch"
 
     def spec_fields(self, ctx: Context, job: ScriptJob) -> dict[str, Any]:
         fields = super().spec_fields(ctx, job)
