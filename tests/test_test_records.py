@@ -21,6 +21,7 @@ from scriptbuilder.lifecycle.run import Status
 from scriptbuilder.lifecycle.slurm import JobState
 from scriptbuilder.lifecycle.transport import LocalTransport
 from scriptbuilder.lifecycle.verdict import Verdict, decide, report
+from scriptbuilder.models.job_spec import JobSpec
 from tests.build_env import BuildEnv
 from tests.script_runner import FAKE_BIN
 
@@ -268,7 +269,13 @@ def test_verdict_from_records_and_the_live_line() -> None:
     passed = _records(session, {"event": "outcome", "id": "t.py::b", "outcome": "passed"})
     logs = LogView("x.out", "x.err", out_tail="==== 3 passed in 1.0s ====\n")
     done = JobState("COMPLETED", "", 0, 0)
-    spec = {"workflow_type": "pytest", "required_devices": 2}
+    spec = JobSpec.model_construct(
+        workflow_type="pytest",
+        required_devices=2,
+        success_patterns=[],
+        failure_patterns=[],
+        timeout_patterns=[],
+    )
     assert decide(done, logs, spec, None, parse_records(skipped)) is Verdict.NO_TESTS_RAN
     assert decide(done, logs, spec, None, parse_records(passed)) is Verdict.PASSED
     assert decide(done, logs, spec, None, None) is Verdict.PASSED  # no records: the log
