@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import platform
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,3 +74,84 @@ def test_every_job_of_a_campaign_submits_and_passes(
         assert len(r["env"]["CUDA_VISIBLE_DEVICES"].split(",")) == job.gpus
     installs = [r for r in runs if r["tool"] == "pip"]
     assert len(installs) == 2 * len(jobs)  # pip install -e . and the requirements, per job
+
+
+def _campaign(slurm_cluster: SlurmCluster, tmp_path: Path, listing: str) -> tuple[Any, Path]:
+    env = make_build_env(tmp_path)
+    env.slurm_env(**cluster_slurm_env(slurm_cluster))
+    home = tmp_path / "home"
+    home.mkdir()
+    path = tmp_path / "tests.txt"
+    path.write_text(listing)
+    request = env.request(
+        test_cmd=None,
+        test_list=str(path),
+        model_name="l0",
+        partition=slurm_cluster.partitions["gpu"],
+        models_path=str(home),
+        time_limit="00:10:00",
+        default_test_minutes=1.0,
+    )
+    built = build_campaign(request, environ={"HOME": str(home)}, machine=platform.machine)
+    built.write()
+    return built, home
+
+
+def _counting_path(tmp_path: Path, log: Path) -> str:
+    """A folder of squeue, sacct and scontrol wrappers that log each call, then run the
+    real tool (found further along PATH)."""
+    wrappers = tmp_path / "counting"
+    wrappers.mkdir()
+    for tool in ("squeue", "sacct", "scontrol"):
+        real = shutil.which(tool)
+        assert real is not None
+        script = wrappers / tool
+        script.write_text(f'#!/bin/sh\necho "{tool} $*" >> {log}\nexec {real} "$@"\n')
+        script.chmod(0o755)
+    return str(wrappers)
+
+
+def test_watch_over_ten_jobs_asks_the_scheduler_at_most_twice_per_round(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    ids = [f"{PY}::TestLlama3_1_8BInstruct::test_bfloat16", f"{PY}::TestMixtral8x7B::test_tp2"]
+    ids += [f"{PY}::TestLlama3_1_8BInstruct::test_fp8_large_memory"]
+    ids += [f"{PY}::TestDeepSeekV3Lite::test_fp8_4gpus"]
+    listing = "".join(f"{test_id} ISOLATION\n" for test_id in ids)
+    listing += "".join(
+        f"{PY}::TestQwen3_30B_A3B::test_auto_dtype[tp{n}-attn_backend={b}] ISOLATION\n"
+        for n in (1, 2, 4)
+        for b in ("TRTLLM", "FLASHINFER")
+    )
+    built, home = _campaign(slurm_cluster, tmp_path, listing)
+    assert len(built.campaign.jobs) == 10
+    folder = built.request.work_dir
+    record = slurm_cluster.new_record_file("campaign10")
+    job_env = slurm_cluster.job_env(
+        record_file=record,
+        env_extra={"HOME": str(home), "STANDIN_STDOUT": "1 passed in 0.01s"},
+    )
+    done = scriptbuilder("submit", folder, env=job_env)
+    assert done.returncode == 0, done.stderr
+    submitted = json.loads(done.stdout)
+    assert len({job["job_id"] for job in submitted}) == 10
+    assert all(json.loads((Path(j["work_dir"]) / "run.json").read_text()) for j in submitted)
+    log = tmp_path / "calls.log"
+    watch_env = {**job_env, "PATH": f"{_counting_path(tmp_path, log)}:{job_env['PATH']}"}
+    done = scriptbuilder("watch", folder, "--interval", "1s", "--timeout", "300s", env=watch_env)
+    report = json.loads(done.stdout)
+    assert done.returncode == 0, done.stderr
+    assert report["ended"] and [j["verdict"] for j in report["jobs"]] == ["PASSED"] * 10
+    calls = log.read_text().splitlines()
+    rounds = [c for c in calls if c.startswith("squeue")]
+    assert rounds and len(calls) <= 2 * len(rounds), calls
+    assert not [c for c in calls if c.startswith("scontrol")], calls
+    assert all(c.count(",") >= 1 for c in rounds[:1])  # one squeue asks for every job
+    # every look after the end: the verdicts recorded, no scheduler asked
+    log.unlink()
+    done = scriptbuilder("status", folder, "--json", env=watch_env)
+    assert done.returncode == 0 and not log.exists(), done.stderr
+    lines = done.stdout
+    assert json.loads(lines)["job_phases"] == {"ended": 10}
+    done = scriptbuilder("status", folder, env=watch_env)
+    assert done.stdout.splitlines()[-1].startswith("total: tests 0 passed, 0 failed"), done.stdout

@@ -14,6 +14,7 @@ from __future__ import annotations
 import glob
 import os
 import posixpath
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,6 +133,22 @@ def _job_request(req: BuildRequest, job: Job, name: str, slurm_env: str) -> dict
     if req.job_name:
         data["job_name"] = f"{req.job_name}-{name}"
     return data
+
+
+def later_job_request(
+    req: BuildRequest, selectors: list[str], gpus: int, name: str
+) -> dict[str, Any]:
+    """The request of a job added to the campaign of ``req`` after its build (a retry or
+    a rerun, into ``<work_dir>/<name>``) that runs ``selectors`` (entries as pytest
+    arguments, as campaign.json lists them) on ``gpus`` GPUs."""
+    needs = []
+    for selector in selectors:
+        words = shlex.split(selector)
+        options = dict(zip(words[1::2], words[2::2], strict=False))
+        entry = Entry(words[0], name, keyword=options.get("-k"), mark=options.get("-m"))
+        needs.append(Need(entry, gpus, False, None, "campaign.json", 0.0, "campaign.json"))
+    slurm_env = req.slurm_env_file or posixpath.join(req.work_dir, "slurm_env.json")
+    return _job_request(req, Job(tuple(needs)), name, slurm_env)
 
 
 def _entries(req: BuildRequest) -> tuple[list[Entry], str]:
@@ -260,5 +277,6 @@ def build_campaign(
             *plan.warnings,
             *(f"{j.name}: {w}" for j, b in zip(jobs, built, strict=True) for w in b.warnings),
         ],
+        request=req.model_dump(mode="json", exclude_none=True),
     )
     return BuiltCampaign(req, plan, tuple(built), campaign)

@@ -16,11 +16,14 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 
+from scriptbuilder.campaign.life import is_campaign
+from scriptbuilder.cli import campaign
 from scriptbuilder.cli.group import fail, write_out
 from scriptbuilder.lifecycle import allocation
 from scriptbuilder.lifecycle.durations import parse_duration
@@ -178,6 +181,7 @@ def register(group: click.Group) -> None:
         cancel_command,
         release_command,
         results_command,
+        rerun_command,
     )
     for command in commands:
         group.add_command(command)
@@ -200,6 +204,10 @@ def submit_command(work_dir: str, after: str | None, again: bool, **options: Any
         if replaced.cancelled:
             write_out(f"cancelled job {replaced.job_id}, the earlier run of {work_dir}\n", err=True)
 
+    if is_campaign(work_dir):
+        with _errors():
+            campaign.submit(work_dir, again)
+        return
     with _errors():
         transport = _ssh_transport(work_dir, options)
         run = submit(work_dir, after=after, again=again, transport=transport, on_replace=said)
@@ -211,7 +219,11 @@ def submit_command(work_dir: str, after: str | None, again: bool, **options: Any
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict JSON.")
 @ssh_options
 def status_command(work_dir: str, as_json: bool, **options: Any) -> int:
-    """One look at the run of WORK_DIR (no waiting); exits with the verdict's code."""
+    """One look at the run of WORK_DIR (no waiting); exits with the verdict's code. A
+    campaign folder: every job's line and the total (--json: the campaign's JSON)."""
+    if is_campaign(work_dir):
+        with _errors():
+            return campaign.status(work_dir, as_json)
     with _errors():
         run = open_run(work_dir, transport=_ssh_transport(work_dir, options))
         status = run.status()
@@ -235,11 +247,28 @@ def status_command(work_dir: str, as_json: bool, **options: Any) -> int:
     "--interval", type=Duration(), default="30s", show_default=True, help="Time between two looks."
 )
 @click.option("--cancel-on-timeout", is_flag=True, help="Cancel the job when --timeout passes.")
+@click.option(
+    "--retries",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Campaign folder: fresh jobs at most per job the infrastructure ended (node or "
+    "boot failure, preemption, launch failure), running only its tests without an outcome.",
+)
 @ssh_options
 def watch_command(
-    work_dir: str, timeout: float | None, interval: float, cancel_on_timeout: bool, **options: Any
+    work_dir: str,
+    timeout: float | None,
+    interval: float,
+    cancel_on_timeout: bool,
+    retries: int,
+    **options: Any,
 ) -> int:
-    """Follow the run of WORK_DIR until it ends; print the verdict JSON."""
+    """Follow the run of WORK_DIR until it ends; print the verdict JSON. A campaign
+    folder: every job, asking the scheduler once per round for all; the campaign's JSON."""
+    if is_campaign(work_dir):
+        with _errors():
+            return campaign.watch(work_dir, timeout, interval, retries)
     with _errors():
         run = open_run(work_dir, transport=_ssh_transport(work_dir, options))
         on_poll, done = _progress(run.job_id)
@@ -257,7 +286,11 @@ def watch_command(
 @ssh_options
 def cancel_command(work_dir: str, **options: Any) -> None:
     """Cancel the run of WORK_DIR (scancel, or docker stop of its own container), also
-    one an earlier build of WORK_DIR submitted."""
+    one an earlier build of WORK_DIR submitted; every job of a campaign folder."""
+    if is_campaign(work_dir):
+        with _errors():
+            campaign.cancel(work_dir)
+        return
     with _errors():
         run = open_run(work_dir, transport=_ssh_transport(work_dir, options), any_build=True)
         run.cancel()
@@ -318,6 +351,16 @@ def _table(tests: list[TestResult]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+_RESULT_KEYS = ("id", "outcome", "duration_seconds", "message")
+
+
+def _write_junit(path: str, tests: list[TestResult]) -> None:
+    try:
+        LocalTransport().write_file(path, junit_xml(tests), 0o644)
+    except OSError as exc:
+        raise LifecycleError(f"--junit {path}: {exc.strerror}; pass a writable path") from None
+
+
 @click.command("results")
 @WORK_DIR
 @click.option("--json", "as_json", is_flag=True, help="Print the tests as JSON objects.")
@@ -331,7 +374,24 @@ def _table(tests: list[TestResult]) -> str:
 @ssh_options
 def results_command(work_dir: str, as_json: bool, junit_file: str | None, **options: Any) -> None:
     """The tests of the pytest run of WORK_DIR as the job recorded them (a test the job
-    ended in is unfinished): a table, failures first."""
+    ended in is unfinished): a table, failures first. A campaign folder: every job's
+    tests merged, each once (with every outcome when it ran again), and each planned
+    entry no test has an outcome for as not_run."""
+    if is_campaign(work_dir):
+        with _errors():
+            merged = campaign.results(work_dir)
+            tests = [TestResult(**{k: t[k] for k in _RESULT_KEYS}) for t in merged]
+            if junit_file is not None:  # a test not run is no pass: an error there
+                errors = {"not_run": "error"}
+                _write_junit(
+                    junit_file,
+                    [replace(t, outcome=errors.get(t.outcome, t.outcome)) for t in tests],
+                )
+        if as_json:
+            write_out(json.dumps(merged, ensure_ascii=False) + "\n")
+        else:
+            write_out(_table(tests))
+        return
     with _errors():
         run = open_run(work_dir, transport=_ssh_transport(work_dir, options))
         if run.build.spec.test_records is None:
@@ -343,14 +403,28 @@ def results_command(work_dir: str, as_json: bool, junit_file: str | None, **opti
         listed = [TestResult(**test) for test in status.report.get("tests") or []]
         tests = TestRecords(listed).failures_first()
         if junit_file is not None:
-            try:
-                LocalTransport().write_file(junit_file, junit_xml(tests), 0o644)
-            except OSError as exc:
-                raise LifecycleError(
-                    f"--junit {junit_file}: {exc.strerror}; pass a writable path"
-                ) from None
+            _write_junit(junit_file, tests)
     _warn_under_allocated(status.report)
     if as_json:
         write_out(json.dumps([t.as_dict() for t in tests], ensure_ascii=False) + "\n")
     else:
         write_out(_table(tests))
+
+
+@click.command("rerun")
+@click.argument("folder", metavar="DIR", type=click.Path(file_okay=False))
+@click.option(
+    "--failed",
+    is_flag=True,
+    required=True,
+    help="Rerun the tests that failed, errored or were left unfinished.",
+)
+def rerun_command(folder: str, failed: bool) -> None:
+    """Build and submit one new job of the failed and unfinished tests of the campaign
+    DIR; its report then keeps both outcomes of each (flaky or broken)."""
+    with _errors():
+        if not is_campaign(folder):
+            raise LifecycleError(
+                f"{folder} holds no campaign.json: rerun --failed takes a campaign folder"
+            )
+        campaign.rerun(folder)

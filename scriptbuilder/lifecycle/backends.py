@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -46,13 +46,26 @@ class Backend(ABC):
 
     @abstractmethod
     def start(
-        self, build: Build, transport: Transport, after: str | None, now: datetime
+        self,
+        build: Build,
+        transport: Transport,
+        after: str | None,
+        now: datetime,
+        options: Sequence[str] = (),
     ) -> dict[str, Any]:
-        """Start the job; the run record's fields that depend on how."""
+        """Start the job (``options``: sbatch's own, e.g. ``--no-requeue``); the run
+        record's fields that depend on how."""
 
     @abstractmethod
     def look(self, record: RunRecord, transport: Transport, now: datetime) -> JobState:
         """The job's state now."""
+
+    def look_many(
+        self, records: Sequence[RunRecord], transport: Transport, now: datetime
+    ) -> dict[str, JobState]:
+        """The state of each of ``records``' jobs, by job id (one look each; a backend
+        that can ask once for all of them does)."""
+        return {record.job_id: self.look(record, transport, now) for record in records}
 
     @abstractmethod
     def cancel(self, record: RunRecord, transport: Transport) -> None:
@@ -83,11 +96,21 @@ def closing_state(job_id: str, log_tail: str, elapsed: float | None) -> JobState
     return JobState(state, "", code, None, elapsed, source="closing line")
 
 
+def _no_options(kind: str, options: Sequence[str]) -> None:
+    if options:
+        raise LifecycleError(f"sbatch options {' '.join(options)} need sbatch, not a {kind} run")
+
+
 class Sbatch(Backend):
     kind = "sbatch"
 
     def start(
-        self, build: Build, transport: Transport, after: str | None, now: datetime
+        self,
+        build: Build,
+        transport: Transport,
+        after: str | None,
+        now: datetime,
+        options: Sequence[str] = (),
     ) -> dict[str, Any]:
         spec = build.spec
         if build.where is not None and build.where.transport == "ssh":
@@ -97,7 +120,7 @@ class Sbatch(Backend):
             script = remote.upload(transport, spec, build.work_dir)
         else:
             submit_dir, script = str(build.work_dir), str(build.script)
-        job_id = _call(slurm.sbatch, transport, script, submit_dir, after)
+        job_id = _call(slurm.sbatch, transport, script, submit_dir, after, options)
         text = build.script.read_text(encoding="utf-8", errors="replace")
         out, err = slurm_log_paths(text, submit_dir, job_id, spec.job_name)
         return dict(
@@ -113,15 +136,33 @@ class Sbatch(Backend):
             job: JobState = _call(slurm.query, transport, record.job_id, now)
             return job
         except UnknownJob as exc:
-            out = record.stdout_path
-            tail = transport.read_tail(out, TAIL_BYTES) if out else None
-            found = closing_state(record.job_id, text_of(tail, TAIL_BYTES), None)
-            if found is None:
-                raise LifecycleError(
-                    f"{exc}, and its log {record.stdout_path} has no closing line: the job "
-                    "ended without one (killed?); its verdict is unknown"
-                ) from None
-            return found
+            return self._closed(record, transport, str(exc))
+
+    def look_many(
+        self, records: Sequence[RunRecord], transport: Transport, now: datetime
+    ) -> dict[str, JobState]:
+        """One squeue and at most one sacct for all (:func:`slurm.query_many`); a job
+        neither knows by its closing line."""
+        found: dict[str, JobState] = _call(
+            slurm.query_many, transport, [r.job_id for r in records], now
+        )
+        for record in records:
+            if record.job_id not in found:
+                said = f"Slurm knows no job {record.job_id} (squeue and sacct have none)"
+                found[record.job_id] = self._closed(record, transport, said)
+        return found
+
+    @staticmethod
+    def _closed(record: RunRecord, transport: Transport, said: str) -> JobState:
+        out = record.stdout_path
+        tail = transport.read_tail(out, TAIL_BYTES) if out else None
+        found = closing_state(record.job_id, text_of(tail, TAIL_BYTES), None)
+        if found is None:
+            raise LifecycleError(
+                f"{said}, and its log {record.stdout_path} has no closing line: the job "
+                "ended without one (killed?); its verdict is unknown"
+            ) from None
+        return found
 
     def cancel(self, record: RunRecord, transport: Transport) -> None:
         _call(slurm.scancel, transport, record.job_id)
@@ -150,8 +191,14 @@ class Persistent(Backend):
     kind = "persistent"
 
     def start(
-        self, build: Build, transport: Transport, after: str | None, now: datetime
+        self,
+        build: Build,
+        transport: Transport,
+        after: str | None,
+        now: datetime,
+        options: Sequence[str] = (),
     ) -> dict[str, Any]:
+        _no_options(self.kind, options)
         if after:
             raise LifecycleError(
                 "--after needs sbatch: build with persistent_mode false to wait for a job"
@@ -180,8 +227,14 @@ class Docker(Backend):
     kind = "docker"
 
     def start(
-        self, build: Build, transport: Transport, after: str | None, now: datetime
+        self,
+        build: Build,
+        transport: Transport,
+        after: str | None,
+        now: datetime,
+        options: Sequence[str] = (),
     ) -> dict[str, Any]:
+        _no_options(self.kind, options)
         if after:
             raise LifecycleError("--after needs Slurm: local_docker runs start at once")
         spec = build.spec

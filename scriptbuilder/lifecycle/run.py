@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -104,13 +104,14 @@ class Run:
     def backend(self) -> Backend:
         return BACKENDS[self.record.kind]
 
-    def status(self) -> Status:
-        """The run now: state, logs, and the verdict when it has ended (one look; the
-        recorded verdict once there is one)."""
+    def status(self, looked: JobState | None = None) -> Status:
+        """The run now: state, logs, and the verdict when it has ended (one look, or
+        ``looked``, the state a look at many jobs found; the recorded verdict once
+        there is one)."""
         self._refresh()
         if self.record.report is not None:
             return Status.recorded(self.record.report)
-        job = self.backend.look(self.record, self.transport, self.clock())
+        job = looked or self.backend.look(self.record, self.transport, self.clock())
         self._refresh()  # after the state: a cancel is recorded before it takes effect
         record = self.record
         logs = read_logs(self.transport, record.stdout_path, record.stderr_path, self.secrets)
@@ -259,11 +260,12 @@ def submit(
     transport: Transport | None = None,
     clock: Clock | None = None,
     on_replace: Callable[[Replaced], None] | None = None,
+    options: Sequence[str] = (),
 ) -> Run:
     """Submit the build in ``work_dir`` (see the module text); the run, recorded in
     ``work_dir/run.json``. A second submit of the same build, or one over a job
     that may still be queued or running, is refused unless ``again``
-    (``on_replace`` is told of the job that replaces)."""
+    (``on_replace`` is told of the job that replaces); ``options``: sbatch's own."""
     build = load_build(Path(work_dir))
     clock = clock or _utc_now
     if after is not None and not after.isdigit():
@@ -278,7 +280,7 @@ def submit(
         transport = transport or LocalTransport()
         kind = kind_of(build)
         submitted_at = clock()  # before the start: the job's records come after it
-        fields = BACKENDS[kind].start(build, transport, after, submitted_at)
+        fields = BACKENDS[kind].start(build, transport, after, submitted_at, options)
         record = RunRecord(
             kind=kind,
             scenario=build.scenario,

@@ -7,6 +7,8 @@ such job) from ``scontrol show job``, which keeps a finished job for MinJobAge.
 A job requeued after a node failure (pending again with ``Restarts`` > 0) is
 reported as NODE_FAIL. When none of the three knows the job any more,
 :class:`UnknownJob` is raised (the caller may read the script's closing line).
+:func:`query_many` looks at many jobs with one ``squeue`` (every state slurmctld still
+holds) and at most one ``sacct`` (for the jobs that have ended or left squeue).
 
 Every state, Slurm's own and the ones the docker and persistent backends report,
 maps once onto a :class:`Phase` (:data:`PHASES`); the raw state stays beside it.
@@ -58,6 +60,9 @@ _WHOLE_LINE = ("Command", "WorkDir", "StdErr", "StdIn", "StdOut", "Comment", "Re
 _FIELD = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=")
 _SQUEUE_FORMAT = "%T|%r|%M|%V|%S"
 _SACCT_FIELDS = "JobID,State,ExitCode,Elapsed,Submit,Start"
+_SQUEUE_FIELDS = ("JobID", "State", "Reason", "exit_code", "TimeUsed", "SubmitTime", "StartTime")
+#: ``squeue -O``: each field unpadded, ``|`` after each but the last.
+_SQUEUE_ALL = ",".join(f"{f}:0|" for f in _SQUEUE_FIELDS) + ",RestartCnt:0"
 
 
 @dataclass
@@ -93,9 +98,15 @@ def _ok(transport: Transport, argv: Sequence[str], timeout: float = 60.0) -> str
     return done.stdout.decode("utf-8", "replace")
 
 
-def sbatch(transport: Transport, script: str, cwd: str, after: str | None = None) -> str:
-    """Submit ``script`` from ``cwd`` (``sbatch --chdir``); the job id."""
-    argv = ["sbatch", "--parsable", f"--chdir={cwd}"]
+def sbatch(
+    transport: Transport,
+    script: str,
+    cwd: str,
+    after: str | None = None,
+    options: Sequence[str] = (),
+) -> str:
+    """Submit ``script`` from ``cwd`` (``sbatch --chdir``, then ``options``); the job id."""
+    argv = ["sbatch", "--parsable", f"--chdir={cwd}", *options]
     if after:
         argv.append(f"--dependency=afterok:{after}")
     out = _ok(transport, [*argv, script]).strip()
@@ -208,3 +219,69 @@ def query(transport: Transport, job_id: str, now: datetime) -> JobState:
     if shown.returncode != 0:
         raise UnknownJob(f"Slurm knows no job {job_id} (squeue, sacct and scontrol have none)")
     return from_scontrol(parse_scontrol(shown.stdout.decode("utf-8", "replace")), now)
+
+
+def _squeue_row(row: list[str], now: datetime) -> JobState:
+    """A row of :data:`_SQUEUE_ALL`; ``exit_code`` is the wait status (code << 8 | signal)."""
+    _, state, reason, status, used, submitted, started, restarts = row
+    code = sig = None
+    if status.isdigit() and state in TERMINAL:
+        code, sig = int(status) >> 8, (int(status) & 0x7F) or None
+    count = int(restarts) if restarts.isdigit() else 0
+    if state in ("PENDING", "REQUEUED") and count:
+        state = "NODE_FAIL"  # requeued after its node failed (JobRequeue=1)
+    return JobState(
+        state, reason, code, sig, seconds(used), _queued(submitted, started, now), count
+    )
+
+
+def query_many(transport: Transport, job_ids: Sequence[str], now: datetime) -> dict[str, JobState]:
+    """The state of each of ``job_ids`` Slurm still knows, by job id, from one ``squeue``
+    (every state slurmctld still holds) and, for the jobs that have ended or that squeue
+    no longer shows, one ``sacct`` when accounting answers (see the module text)."""
+    if not job_ids:
+        return {}
+    ids = ",".join(job_ids)
+    done = transport.run(["squeue", "-h", "-t", "all", "-j", ids, "-O", _SQUEUE_ALL])
+    if done.returncode != 0 and b"Invalid job id" not in done.stderr:
+        said = done.stderr.decode("utf-8", "replace").strip() or f"exit code {done.returncode}"
+        raise SlurmError(f"squeue failed: {said.splitlines()[-1]}")
+    found: dict[str, JobState] = {}
+    for line in done.stdout.decode("utf-8", "replace").splitlines():
+        row = [field.strip() for field in line.split("|")]
+        if len(row) == 8 and row[0] in job_ids:
+            found[row[0]] = _squeue_row(row, now)
+    left = [i for i in job_ids if i not in found or found[i].finished]
+    if left:
+        try:
+            acct = transport.run(["sacct", "-j", ",".join(left), "-P", "-n", "-o", _SACCT_FIELDS])
+        except TransportError:
+            acct = None
+        if acct is not None and acct.returncode == 0:
+            text = acct.stdout.decode("utf-8", "replace")
+            lines = text.splitlines()
+            for job_id in left:
+                mine = "\n".join(x for x in lines if x.split("|")[0].split(".")[0] == job_id)
+                state = parse_sacct(mine, job_id, now)
+                if state is not None:
+                    found[job_id] = state
+    return found
+
+
+def nodes_to_exclude(transport: Transport, job_id: str) -> list[str]:
+    """The nodes job ``job_id`` ran on, when its partition has other nodes (a job sent
+    elsewhere then avoids them); [] when Slurm no longer tells, or no node would be left."""
+    shown = transport.run(["scontrol", "show", "job", job_id])
+    if shown.returncode != 0:
+        return []
+    fields = parse_scontrol(shown.stdout.decode("utf-8", "replace"))
+    nodes, partition = fields.get("NodeList", ""), fields.get("Partition", "")
+    if not nodes or nodes == "(null)" or not partition:
+        return []
+    names = transport.run(["scontrol", "show", "hostnames", nodes])
+    listed = transport.run(["sinfo", "-h", "-N", "-p", partition, "-o", "%N"])
+    if names.returncode != 0 or listed.returncode != 0:
+        return []
+    failed = sorted(set(names.stdout.decode("utf-8", "replace").split()))
+    others = set(listed.stdout.decode("utf-8", "replace").split()) - set(failed)
+    return failed if others else []

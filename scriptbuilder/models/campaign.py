@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -50,6 +50,19 @@ class Estimate(_Model):
     )
 
 
+class Attempt(_Model):
+    """A job submitted after the plan's: an infrastructure retry of one job, or a
+    rerun of failed and unfinished tests."""
+
+    name: str
+    work_dir: str
+    of: str = Field(description="The job it retries (its name), or 'rerun'.")
+    reason: str = Field(description="Why it was submitted (the ended job and its verdict).")
+    tests: list[str] = Field(description="The entries (pytest selectors) it runs.")
+    gpus: int
+    exclude: list[str] = Field(description="Nodes it may not run on.")
+
+
 class CampaignFile(_Model):
     schema_version: Literal[1] = 1
     work_dir: str
@@ -64,3 +77,9 @@ class CampaignFile(_Model):
     skipped: list[LeftOut] = Field(description="Entries marked SKIP.")
     missing: list[LeftOut] = Field(description="Tests not found (allow_missing_tests).")
     warnings: list[str]
+    request: dict[str, Any] | None = Field(
+        None, description="The campaign request, from which retries and reruns are built."
+    )
+    attempts: list[Attempt] = Field(
+        default_factory=list, description="Retries and reruns submitted since the build."
+    )
