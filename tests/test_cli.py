@@ -137,6 +137,7 @@ def test_console_scripts_and_module_entry_points(tmp_path: Path) -> None:
         "build",
         "cancel",
         "release",
+        "rerun",
         "results",
         "schema",
         "status",
