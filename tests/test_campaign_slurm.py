@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import platform
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -155,3 +156,113 @@ def test_watch_over_ten_jobs_asks_the_scheduler_at_most_twice_per_round(
     assert json.loads(lines)["job_phases"] == {"ended": 10}
     done = scriptbuilder("status", folder, env=watch_env)
     assert done.stdout.splitlines()[-1].startswith("total: tests 0 passed, 0 failed"), done.stdout
+
+
+CAMPAIGN_TESTS = """\
+import os
+from pathlib import Path
+
+RAN = Path(os.environ["SB_RAN_FILE"])
+
+
+def _ran(name):
+    with RAN.open("a") as f:
+        f.write(name + "\\n")
+
+
+def test_ok1():
+    _ran("test_ok1")
+
+
+def test_ok2():
+    _ran("test_ok2")
+
+
+def test_flaky():
+    _ran("test_flaky")
+    assert RAN.read_text().count("test_flaky") > 1, "fails the first time"
+
+
+def test_broken():
+    _ran("test_broken")
+    assert False, "always fails"
+"""
+
+
+def test_rerun_failed_submits_one_job_of_exactly_the_failed_tests(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    env = make_build_env(tmp_path)
+    env.slurm_env(**cluster_slurm_env(slurm_cluster))
+    home = tmp_path / "home"
+    home.mkdir()
+    defs = env.repo / "tests/integration/defs"
+    (defs / "test_sb_campaign.py").write_text(CAMPAIGN_TESTS)
+    names = ("test_ok1", "test_ok2", "test_flaky", "test_broken")
+    listing = tmp_path / "tests.txt"
+    listing.write_text("".join(f"test_sb_campaign.py::{name}\n" for name in names))
+    request = env.request(
+        test_cmd=None,
+        test_list=str(listing),
+        model_name="l0",
+        partition=slurm_cluster.partitions["gpu"],
+        models_path=str(home),
+        time_limit="00:10:00",
+        skip_install=True,
+        default_test_minutes=1.0,
+    )
+    built = build_campaign(request, environ={"HOME": str(home)}, machine=platform.machine)
+    built.write()
+    folder = built.request.work_dir
+    shim = tmp_path / "bin"  # real pytest in the jobs
+    shim.mkdir()
+    (shim / "pytest").write_text(f'#!/bin/sh\nexec {sys.executable} -m pytest "$@"\n')
+    (shim / "pytest").chmod(0o755)
+    ran = tmp_path / "ran.txt"
+    job_env = slurm_cluster.job_env(
+        env_extra={
+            "HOME": str(home),
+            "PATH": f"{shim}:{slurm_cluster.job_env()['PATH']}",
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+            "SB_RAN_FILE": str(ran),
+        }
+    )
+    assert scriptbuilder("submit", folder, env=job_env).returncode == 0
+    done = scriptbuilder("watch", folder, "--interval", "1s", "--timeout", "300s", env=job_env)
+    first = json.loads(done.stdout)
+    assert done.returncode == 1, done.stderr  # tests failed
+    assert first["counts"]["passed"] == 2 and first["counts"]["failed"] == 2, first["tests"]
+
+    done = scriptbuilder("rerun", "--failed", folder, env=job_env)
+    assert done.returncode == 0, done.stderr
+    rerun = json.loads(done.stdout)
+    failed = {"test_sb_campaign.py::test_flaky", "test_sb_campaign.py::test_broken"}
+    assert set(rerun["tests"]) == failed and len(rerun["tests"]) == 2
+    campaign = json.loads((Path(folder) / "campaign.json").read_text())
+    assert [(a["name"], a["of"]) for a in campaign["attempts"]] == [("rerun-1", "rerun")]
+
+    done = scriptbuilder("watch", folder, "--interval", "1s", "--timeout", "300s", env=job_env)
+    report = json.loads(done.stdout)
+    assert done.returncode == 1, done.stderr  # test_broken is broken
+    tests = {t["id"].split("::")[-1]: t for t in report["tests"]}
+    assert sorted(tests) == sorted(names)  # each test once
+    assert (tests["test_flaky"]["outcomes"], tests["test_flaky"]["flaky"]) == (
+        ["failed", "passed"],
+        True,
+    )
+    assert (tests["test_broken"]["outcomes"], tests["test_broken"]["flaky"]) == (
+        ["failed", "failed"],
+        False,
+    )
+    assert "outcomes" not in tests["test_ok1"]
+    assert sorted(ran.read_text().split()) == sorted([*names, "test_flaky", "test_broken"])
+    assert [j["name"] for j in report["jobs"]] == [
+        *(j.name for j in built.campaign.jobs),
+        "rerun-1",
+    ]
+
+    junit = tmp_path / "all.xml"
+    done = scriptbuilder("results", folder, "--junit", str(junit), env=job_env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith("failed") and "test_broken" in done.stdout
+    assert junit.read_text().count("<testcase") == 4
