@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import platform
 import shutil
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -266,3 +268,92 @@ def test_rerun_failed_submits_one_job_of_exactly_the_failed_tests(
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0].startswith("failed") and "test_broken" in done.stdout
     assert junit.read_text().count("<testcase") == 4
+
+
+SLOW_TESTS = """\
+import os
+import time
+from pathlib import Path
+
+
+def _run(name):
+    with Path(os.environ["SB_RAN_FILE"]).open("a") as f:
+        f.write(name + "\\n")
+    time.sleep(3)
+
+""" + "".join(f"\n\ndef test_s{n}():\n    _run('test_s{n}')\n" for n in range(8))
+
+
+def test_a_node_lost_while_jobs_run_is_retried_with_only_the_tests_left(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    env = make_build_env(tmp_path)
+    env.slurm_env(**cluster_slurm_env(slurm_cluster))
+    home = tmp_path / "home"
+    home.mkdir()
+    defs = env.repo / "tests/integration/defs"
+    (defs / "test_sb_slow.py").write_text(SLOW_TESTS)
+    names = [f"test_s{n}" for n in range(8)]
+    listing = tmp_path / "tests.txt"
+    listing.write_text("".join(f"test_sb_slow.py::{name}\n" for name in names))
+    request = env.request(
+        test_cmd=None,
+        test_list=str(listing),
+        model_name="l0",
+        partition=slurm_cluster.partitions["gpu"],
+        models_path=str(home),
+        time_limit="00:10:00",
+        skip_install=True,
+        default_test_minutes=1.0,
+        max_jobs=2,
+    )
+    built = build_campaign(request, environ={"HOME": str(home)}, machine=platform.machine)
+    built.write()
+    folder = built.request.work_dir
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "pytest").write_text(f'#!/bin/sh\nexec {sys.executable} -m pytest "$@"\n')
+    (shim / "pytest").chmod(0o755)
+    ran = tmp_path / "ran.txt"
+    ran.touch()
+    job_env = slurm_cluster.job_env(
+        env_extra={
+            "HOME": str(home),
+            "PATH": f"{shim}:{slurm_cluster.job_env()['PATH']}",
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+            "SB_RAN_FILE": str(ran),
+        }
+    )
+    assert scriptbuilder("submit", folder, env=job_env).returncode == 0
+    argv = [sys.executable, "-m", "scriptbuilder", "watch", folder, "--interval", "1s"]
+    watch = subprocess.Popen(
+        [*argv, "--timeout", "300s"], env=job_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    node = slurm_cluster.hostname
+    try:
+        deadline = time.monotonic() + 120
+        while len(ran.read_text().split()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        before = ran.read_text().split()
+        assert len(before) >= 3
+        slurm_cluster.run("scontrol", "update", f"nodename={node}", "state=down", "reason=x")
+        time.sleep(5)
+    finally:
+        slurm_cluster.run("scontrol", "update", f"nodename={node}", "state=resume")
+    out, err = watch.communicate(timeout=300)
+    report = json.loads(out)
+    assert watch.returncode == 0, err
+    retries = report["attempts"]
+    assert retries and all(a["of"] != "rerun" for a in retries), report
+    assert all(a["name"].startswith(a["of"] + "-retry") for a in retries)
+    campaign = json.loads((Path(folder) / "campaign.json").read_text())
+    assert campaign["attempts"] == retries
+    tests = {t["id"].split("::")[-1]: t for t in report["tests"]}
+    assert sorted(tests) == names and {t["outcome"] for t in tests.values()} == {"passed"}
+    runs = ran.read_text().split()
+    passed_first = [t for t in tests.values() if "-retry" not in t["job"]]
+    for test in passed_first:  # no passed test ran twice
+        assert runs.count(test["id"].split("::")[-1]) == 1, runs
+    retried = {s.split("::")[-1] for a in retries for s in a["tests"]}
+    assert retried and not retried & {t["id"].split("::")[-1] for t in passed_first}
+    assert report["exit_code"] == 0 and report["ended"]
