@@ -34,7 +34,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from scriptbuilder.api import build, load_request
 from scriptbuilder.campaign.build import CAMPAIGN_JSON, later_job_request
 from scriptbuilder.errors import BuildError
 from scriptbuilder.lifecycle.backends import BACKENDS
@@ -45,7 +44,10 @@ from scriptbuilder.lifecycle.run import Run, Status, open_run, submit
 from scriptbuilder.lifecycle.slurm import JobState, nodes_to_exclude
 from scriptbuilder.lifecycle.verdict import NOT_FINISHED, Verdict
 from scriptbuilder.models.campaign import Attempt, CampaignEntry, CampaignFile
+from scriptbuilder.models.messages import validated
+from scriptbuilder.models.request import BuildRequest
 from scriptbuilder.outputs.atomic import locked, write_atomic
+from scriptbuilder.outputs.built_job import BuiltJob
 
 #: sbatch options every campaign job is submitted with: Slurm does not requeue it (the
 #: campaign replaces a job the infrastructure lost by one running only what is left).
@@ -213,9 +215,16 @@ def merge_tests(jobs: Iterable[JobView]) -> list[dict[str, Any]]:
 class Campaign:
     """A campaign folder (see the module text)."""
 
-    def __init__(self, folder: str | os.PathLike[str], clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        folder: str | os.PathLike[str],
+        clock: Clock | None = None,
+        build: Callable[[Mapping[str, Any]], BuiltJob] | None = None,
+    ) -> None:
+        """``build``: how a retry's or rerun's job is built (``scriptbuilder.api.build``)."""
         self.folder = Path(folder).absolute()
         self.clock = clock or _utc_now
+        self.build = build
         self.file = self._read()
 
     @property
@@ -314,9 +323,11 @@ class Campaign:
                 "campaign again to retry or rerun its tests"
             )
         work_dir = posixpath.join(str(self.folder), name)
-        req = load_request(self.file.request)
+        if self.build is None:
+            raise LifecycleError(f"{name}: no builder given to build the job with")
         try:
-            build(later_job_request(req, list(tests), gpus, name)).write()
+            req = validated(BuildRequest, self.file.request, "campaign.json request", "build again")
+            self.build(later_job_request(req, list(tests), gpus, name)).write()
         except BuildError as exc:
             raise LifecycleError(f"{name}: {exc}") from None
         attempt = Attempt(

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from scriptbuilder.api import build
 from scriptbuilder.campaign.life import DONE, Campaign, CampaignStatus, JobView
 from scriptbuilder.cli.group import write_out
 from scriptbuilder.lifecycle.run import DEFAULT_MONITOR_TIMEOUT
@@ -114,7 +115,7 @@ def status(folder: str, as_json: bool) -> int:
 
 
 def watch(folder: str, timeout: float | None, interval: float, retries: int) -> int:
-    campaign = Campaign(folder)
+    campaign = Campaign(folder, build=build)
     on_round, done = progress(sys.stderr is not None and sys.stderr.isatty())
     try:
         looked = campaign.wait(timeout or DEFAULT_MONITOR_TIMEOUT, interval, retries, on_round)
@@ -147,7 +148,7 @@ _NOT_RUN = "no outcome recorded: its job has not run it (yet)"
 
 
 def rerun(folder: str) -> None:
-    campaign = Campaign(folder)
+    campaign = Campaign(folder, build=build)
     job = campaign.rerun(campaign.look())
     record = job.run.record.model_dump(mode="json") if job.run else {}
     _json({"name": job.name, "tests": job.entries, **record})
